@@ -1,0 +1,232 @@
+#include "backends/Jit.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "backends/Lower.h"
+#include "schedules/Validate.h"
+
+namespace pto {
+namespace {
+
+// Per-call context handed to the JIT runtime: captures error text and
+// accounts for (and optionally caps) the kernel's heap allocations.
+struct RunContext : Halide::JITUserContext {
+  std::string error;
+  size_t limit = 0, live = 0, peak = 0, count = 0;
+  bool refused = false;
+  size_t refused_bytes = 0;
+  std::mutex mu;  // parallel tasks allocate concurrently
+};
+
+constexpr size_t kPad = 64;  // Halide may read slightly before/after a block.
+
+void on_error(Halide::JITUserContext* ctx, const char* msg) {
+  auto* c = static_cast<RunContext*>(ctx);
+  std::lock_guard<std::mutex> lock(c->mu);
+  if (c->error.empty()) c->error = msg;
+}
+
+void* on_malloc(Halide::JITUserContext* ctx, size_t n) {
+  auto* c = static_cast<RunContext*>(ctx);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (c->limit && c->live + n > c->limit) {
+      c->refused = true;
+      c->refused_bytes = n;
+      return nullptr;
+    }
+    c->live += n;
+    c->peak = std::max(c->peak, c->live);
+    ++c->count;
+  }
+  const size_t total = (n + 2 * kPad + kPad - 1) / kPad * kPad;
+  auto* base = static_cast<uint8_t*>(std::aligned_alloc(kPad, total));
+  if (!base) {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->refused = true;
+    c->refused_bytes = n;
+    c->live -= n;
+    return nullptr;
+  }
+  std::memcpy(base, &n, sizeof n);
+  return base + kPad;
+}
+
+void on_free(Halide::JITUserContext* ctx, void* p) {
+  if (!p) return;
+  auto* base = static_cast<uint8_t*>(p) - kPad;
+  size_t n;
+  std::memcpy(&n, base, sizeof n);
+  auto* c = static_cast<RunContext*>(ctx);
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->live -= n;
+  }
+  std::free(base);
+}
+
+struct RawBuffer {
+  halide_buffer_t buf{};
+  std::vector<halide_dimension_t> dims;
+};
+
+void fill(RawBuffer& rb, const BufferRef& ref) {
+  const int r = static_cast<int>(ref.shape.size());
+  rb.dims.resize(static_cast<size_t>(r));
+  int64_t stride = 1;
+  for (int k = 0; k < r; ++k) {  // Halide dim k = row-major axis r-1-k
+    const size_t axis = static_cast<size_t>(r - 1 - k);
+    const int64_t s = ref.strides.empty() ? stride : ref.strides[axis];
+    rb.dims[static_cast<size_t>(k)] = halide_dimension_t(0, static_cast<int32_t>(ref.shape[axis]), static_cast<int32_t>(s));
+    stride *= ref.shape[axis];
+  }
+  rb.buf.host = static_cast<uint8_t*>(ref.data);
+  rb.buf.type = halide_type(ref.dtype);
+  rb.buf.dimensions = r;
+  rb.buf.dim = rb.dims.data();
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+}  // namespace
+
+struct Kernel::Impl {
+  Program program;
+  Schedule schedule;
+  Target target;
+  LoweredPipeline lowered;
+  Halide::Callable callable;
+};
+
+Kernel::Kernel(const Program& p, const Schedule& s, const Target& t) : impl_(std::make_unique<Impl>()) {
+  if (!t.runs_here())
+    throw TargetError("target '" + t.name + "' (" + t.halide +
+                      ") cannot run in this process; JIT needs a target this CPU supports (use 'host'), "
+                      "or generate a library with `pto gen` instead");
+  impl_->program = p.clone();
+  impl_->schedule = s;
+  impl_->target = t;
+  impl_->lowered = lower(impl_->program, s, t);
+  impl_->callable = with_halide_errors("JIT-compiling program '" + p.name() + "'", [&] {
+    return impl_->lowered.pipeline.compile_to_callable(impl_->lowered.arguments(), impl_->lowered.target);
+  });
+}
+Kernel::~Kernel() = default;
+Kernel::Kernel(Kernel&&) noexcept = default;
+Kernel& Kernel::operator=(Kernel&&) noexcept = default;
+const Program& Kernel::program() const { return impl_->program; }
+const Schedule& Kernel::schedule() const { return impl_->schedule; }
+const Target& Kernel::target() const { return impl_->target; }
+
+std::vector<std::vector<int64_t>> Kernel::output_shapes(const std::vector<std::vector<int64_t>>& in) const {
+  const Program& p = impl_->program;
+  const auto& inputs = p.inputs();
+  if (in.size() != inputs.size())
+    throw ShapeError("program '" + p.name() + "' takes " + std::to_string(inputs.size()) + " inputs, got " +
+                     std::to_string(in.size()));
+  std::map<std::string, int64_t> bound;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo& t = inputs[i];
+    if (in[i].size() != t.shape.size())
+      throw ShapeError("input '" + t.name + "' must have rank " + std::to_string(t.shape.size()) + " (shape " +
+                       to_string(t.shape) + "), got shape " + shape_str(in[i]));
+    for (size_t k = 0; k < t.shape.size(); ++k) {
+      const Dim& d = t.shape[k];
+      const int64_t got = in[i][k];
+      if (!d.is_symbolic() && got != d.value)
+        throw ShapeError("input '" + t.name + "' dim " + std::to_string(k) + " is " + std::to_string(got) +
+                         ", expected " + std::to_string(d.value) + " (shape " + to_string(t.shape) + ")");
+      if (d.is_symbolic()) {
+        if (got < 1)
+          throw ShapeError("input '" + t.name + "' dim " + std::to_string(k) + " ('" + d.sym + "') is " +
+                           std::to_string(got) + "; sizes must be positive");
+        auto [it, fresh] = bound.emplace(d.sym, got);
+        if (!fresh && it->second != got)
+          throw ShapeError("input '" + t.name + "' dim " + std::to_string(k) + " binds '" + d.sym + "' to " +
+                           std::to_string(got) + ", but an earlier input bound it to " + std::to_string(it->second));
+      }
+    }
+  }
+  std::vector<std::vector<int64_t>> out;
+  for (const std::string& o : p.outputs()) {
+    std::vector<int64_t> s;
+    for (const Dim& d : p.stage(o).shape) s.push_back(d.is_symbolic() ? bound.at(d.sym) : d.value);
+    out.push_back(s);
+  }
+  return out;
+}
+
+RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
+                     size_t memory_limit) const {
+  const Program& p = impl_->program;
+  std::vector<std::vector<int64_t>> in_shapes;
+  for (const auto& b : inputs) in_shapes.push_back(b.shape);
+  const auto out_shapes = output_shapes(in_shapes);
+  const auto out_names = p.outputs();
+  if (outputs.size() != out_names.size())
+    throw ShapeError("program '" + p.name() + "' has " + std::to_string(out_names.size()) + " outputs, got " +
+                     std::to_string(outputs.size()) + " output buffers");
+  auto check = [&](const BufferRef& b, const std::string& name, DType want, const std::vector<int64_t>* shape) {
+    if (!b.data) throw RuntimeError("buffer for '" + name + "' has no data pointer");
+    if (b.dtype != want)
+      throw DTypeError("buffer for '" + name + "' has dtype " + std::string(to_string(b.dtype)) + ", expected " +
+                       std::string(to_string(want)));
+    if (shape && b.shape != *shape)
+      throw ShapeError("output buffer '" + name + "' has shape " + shape_str(b.shape) + ", expected " +
+                       shape_str(*shape));
+    if (!b.strides.empty() && b.strides.size() != b.shape.size())
+      throw ShapeError("buffer for '" + name + "' has " + std::to_string(b.strides.size()) + " strides for rank " +
+                       std::to_string(b.shape.size()));
+    for (int64_t e : b.shape)
+      if (e > INT32_MAX) throw ShapeError("buffer for '" + name + "' has an extent over 2^31");
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) check(inputs[i], p.inputs()[i].name, p.inputs()[i].dtype, nullptr);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    check(outputs[i], out_names[i], p.stage(out_names[i]).dtype, &out_shapes[i]);
+
+  std::vector<RawBuffer> raw(inputs.size() + outputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) fill(raw[i], inputs[i]);
+  for (size_t i = 0; i < outputs.size(); ++i) fill(raw[inputs.size() + i], outputs[i]);
+
+  RunContext ctx;
+  ctx.limit = memory_limit;
+  ctx.handlers.custom_error = on_error;
+  ctx.handlers.custom_malloc = on_malloc;
+  ctx.handlers.custom_free = on_free;
+  Halide::JITUserContext* ctx_ptr = &ctx;
+  std::vector<const void*> argv{&ctx_ptr};
+  for (auto& r : raw) argv.push_back(&r.buf);
+  const int rc = impl_->callable.call_argv_fast(argv.size(), argv.data());
+  if (rc != 0 || ctx.refused) {
+    if (ctx.refused)
+      throw MemoryError("DEVICE_MEMORY_EXHAUSTED: program '" + p.name() + "' asked for " +
+                        std::to_string(ctx.refused_bytes) + " bytes with " + std::to_string(ctx.live) +
+                        " live and a limit of " + std::to_string(ctx.limit) +
+                        " bytes; tile the producers (compute_at a consumer loop) to shrink intermediates");
+    throw RuntimeError("program '" + p.name() + "' failed (code " + std::to_string(rc) + "): " + ctx.error);
+  }
+  if (impl_->schedule.options.check_numerics) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const BufferRef& b = outputs[i];
+      if (b.dtype != DType::F32 && b.dtype != DType::F64) continue;
+      int64_t n = 1;
+      for (int64_t e : b.shape) n *= e;
+      for (int64_t k = 0; k < n; ++k) {
+        const double v = b.dtype == DType::F32 ? static_cast<const float*>(b.data)[k] : static_cast<const double*>(b.data)[k];
+        if (!std::isfinite(v))
+          throw RuntimeError("check_numerics: output '" + out_names[i] + "' has " + (std::isnan(v) ? "NaN" : "Inf") +
+                             " at flat index " + std::to_string(k));
+      }
+    }
+  }
+  return {ctx.peak, ctx.count};
+}
+
+}  // namespace pto

@@ -1,0 +1,60 @@
+// JIT compilation and execution of a scheduled Program in this process.
+//
+// A Kernel is compiled once (lower + Halide JIT) and can then be run on many
+// sets of buffers, from several threads. Buffers are plain views (pointer,
+// dtype, row-major shape) so that C++ callers and numpy arrays both fit. Every
+// failure comes back as a pto::Error: shape and dtype mismatches are checked
+// before the call and name the tensor, the dim and the expected size; Halide
+// runtime errors and refused allocations (DEVICE_MEMORY_EXHAUSTED) are
+// captured through a per-call error handler instead of aborting.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/Target.h"
+#include "dsl/Program.h"
+#include "schedules/Schedule.h"
+
+namespace pto {
+
+struct BufferRef {
+  void* data = nullptr;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;    // row-major
+  std::vector<int64_t> strides;  // in elements; empty = dense row-major
+};
+
+struct RunStats {
+  size_t peak_bytes = 0;   // peak of the kernel's own heap allocations
+  size_t allocations = 0;
+};
+
+class Kernel {
+ public:
+  Kernel(const Program& p, const Schedule& s, const Target& t);
+  ~Kernel();
+  Kernel(Kernel&&) noexcept;
+  Kernel& operator=(Kernel&&) noexcept;
+
+  const Program& program() const;
+  const Schedule& schedule() const;
+  const Target& target() const;
+
+  // Output shapes for these input shapes (binds symbolic sizes); throws ShapeError.
+  std::vector<std::vector<int64_t>> output_shapes(const std::vector<std::vector<int64_t>>& input_shapes) const;
+
+  // Runs on caller-owned buffers: inputs in Program::inputs() order, outputs in
+  // Program::outputs() order. `memory_limit` (bytes, 0 = none) caps the kernel's
+  // intermediate allocations.
+  RunStats run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
+               size_t memory_limit = 0) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pto

@@ -1,0 +1,439 @@
+#include "backends/Lower.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "dsl/IRVisitor.h"
+#include "schedules/LoopNest.h"
+#include "schedules/Validate.h"
+
+namespace pto {
+
+Halide::Type halide_type(DType t) {
+  switch (t) {
+    case DType::Bool: return Halide::Bool();
+    case DType::I8: return Halide::Int(8);
+    case DType::I16: return Halide::Int(16);
+    case DType::I32: return Halide::Int(32);
+    case DType::I64: return Halide::Int(64);
+    case DType::U8: return Halide::UInt(8);
+    case DType::U16: return Halide::UInt(16);
+    case DType::U32: return Halide::UInt(32);
+    case DType::U64: return Halide::UInt(64);
+    case DType::F16: return Halide::Float(16);
+    case DType::BF16: return Halide::BFloat(16);
+    case DType::F32: return Halide::Float(32);
+    case DType::F64: return Halide::Float(64);
+  }
+  return Halide::Float(32);
+}
+
+std::vector<Halide::Argument> LoweredPipeline::arguments() const {
+  std::vector<Halide::Argument> args;
+  for (const auto& ip : inputs) args.emplace_back(ip);
+  return args;
+}
+
+namespace {
+
+// Translates one stage's element expression into a Halide Expr.
+class ExprLowering : public IRVisitor {
+ public:
+  ExprLowering(const std::map<std::string, Halide::Expr>& vars,
+               const std::map<std::string, Halide::ImageParam>& inputs,
+               const std::map<std::string, Halide::Func>& funcs,
+               const std::map<std::string, Halide::Type>& func_types, std::optional<DType> compute)
+      : vars_(vars), inputs_(inputs), funcs_(funcs), func_types_(func_types), compute_(compute) {}
+
+  Halide::Expr lower(const Expr& e) {
+    visit(e);
+    return result_;
+  }
+
+ protected:
+  // A float type of the definition, as evaluated under the precision schedule.
+  Halide::Type ty(DType t) const { return is_float(t) && compute_ ? halide_type(*compute_) : halide_type(t); }
+
+  void visit_const(const ConstNode& n) override {
+    const Halide::Type t = ty(n.type);
+    if (t.is_float()) result_ = Halide::Internal::make_const(t, n.value);
+    else if (t.is_bool()) result_ = Halide::Internal::make_const(t, n.value != 0 ? 1 : 0);
+    else result_ = Halide::Internal::make_const(t, static_cast<int64_t>(n.value));
+  }
+  void visit_var(const VarNode& n) override { result_ = vars_.at(n.name); }
+  void visit_access(const AccessNode& n) override {
+    std::vector<Halide::Expr> args;
+    for (auto it = n.args.rbegin(); it != n.args.rend(); ++it) args.push_back(lower(*it));
+    Halide::Expr v;
+    if (auto in = inputs_.find(n.tensor); in != inputs_.end()) v = in->second(args);
+    else v = funcs_.at(n.tensor)(args);
+    const Halide::Type want = ty(n.type);
+    result_ = v.type() == want ? v : Halide::cast(want, v);
+  }
+  void visit_unary(const UnaryNode& n) override {
+    const Halide::Expr a = lower(n.a);
+    // Halide's transcendental functions are f32/f64; narrow floats compute in f32.
+    auto math = [&](auto f) {
+      const Halide::Type t = a.type();
+      if (t.is_float() && t.bits() < 32) return Halide::cast(t, f(Halide::cast(Halide::Float(32), a)));
+      return f(a);
+    };
+    switch (n.op) {
+      case UnOp::Neg: result_ = -a; break;
+      case UnOp::Not: result_ = !a; break;
+      case UnOp::Abs: result_ = Halide::cast(a.type(), Halide::abs(a)); break;
+      case UnOp::Exp: result_ = math([](auto x) { return Halide::exp(x); }); break;
+      case UnOp::Log: result_ = math([](auto x) { return Halide::log(x); }); break;
+      case UnOp::Sqrt: result_ = math([](auto x) { return Halide::sqrt(x); }); break;
+      case UnOp::Sin: result_ = math([](auto x) { return Halide::sin(x); }); break;
+      case UnOp::Cos: result_ = math([](auto x) { return Halide::cos(x); }); break;
+      case UnOp::Tan: result_ = math([](auto x) { return Halide::tan(x); }); break;
+      case UnOp::Asin: result_ = math([](auto x) { return Halide::asin(x); }); break;
+      case UnOp::Acos: result_ = math([](auto x) { return Halide::acos(x); }); break;
+      case UnOp::Atan: result_ = math([](auto x) { return Halide::atan(x); }); break;
+      case UnOp::Sinh: result_ = math([](auto x) { return Halide::sinh(x); }); break;
+      case UnOp::Cosh: result_ = math([](auto x) { return Halide::cosh(x); }); break;
+      case UnOp::Tanh: result_ = math([](auto x) { return Halide::tanh(x); }); break;
+      case UnOp::Asinh: result_ = math([](auto x) { return Halide::asinh(x); }); break;
+      case UnOp::Acosh: result_ = math([](auto x) { return Halide::acosh(x); }); break;
+      case UnOp::Atanh: result_ = math([](auto x) { return Halide::atanh(x); }); break;
+      case UnOp::Erf: {
+        const Halide::Type t = a.type();
+        result_ = Halide::cast(t, Halide::erf(Halide::cast(Halide::Float(32), a)));
+        break;
+      }
+      case UnOp::Floor: result_ = math([](auto x) { return Halide::floor(x); }); break;
+      case UnOp::Ceil: result_ = math([](auto x) { return Halide::ceil(x); }); break;
+      case UnOp::Round: result_ = math([](auto x) { return Halide::round(x); }); break;
+      case UnOp::Trunc: result_ = math([](auto x) { return Halide::trunc(x); }); break;
+      case UnOp::IsNan: result_ = Halide::is_nan(a); break;
+      case UnOp::IsInf: result_ = Halide::is_inf(a); break;
+    }
+  }
+  void visit_binary(const BinaryNode& n) override {
+    Halide::Expr a = lower(n.a), b = lower(n.b);
+    switch (n.op) {
+      case BinOp::Add: result_ = a + b; break;
+      case BinOp::Sub: result_ = a - b; break;
+      case BinOp::Mul: result_ = a * b; break;
+      case BinOp::Div: result_ = a / b; break;
+      case BinOp::Mod: result_ = a % b; break;
+      case BinOp::Min: result_ = Halide::min(a, b); break;
+      case BinOp::Max: result_ = Halide::max(a, b); break;
+      case BinOp::Pow: {
+        const Halide::Type t = a.type();
+        if (t.bits() < 32) result_ = Halide::cast(t, Halide::pow(Halide::cast(Halide::Float(32), a), Halide::cast(Halide::Float(32), b)));
+        else result_ = Halide::pow(a, b);
+        break;
+      }
+      case BinOp::Atan2: {
+        const Halide::Type t = a.type();
+        if (t.bits() < 32) result_ = Halide::cast(t, Halide::atan2(Halide::cast(Halide::Float(32), a), Halide::cast(Halide::Float(32), b)));
+        else result_ = Halide::atan2(a, b);
+        break;
+      }
+      case BinOp::Lt: result_ = a < b; break;
+      case BinOp::Le: result_ = a <= b; break;
+      case BinOp::Gt: result_ = a > b; break;
+      case BinOp::Ge: result_ = a >= b; break;
+      case BinOp::Eq: result_ = a == b; break;
+      case BinOp::Ne: result_ = a != b; break;
+      case BinOp::And: result_ = a && b; break;
+      case BinOp::Or: result_ = a || b; break;
+    }
+  }
+  void visit_select(const SelectNode& n) override {
+    Halide::Expr c = lower(n.cond), t = lower(n.true_value), f = lower(n.false_value);
+    result_ = Halide::select(c, t, f);
+  }
+  void visit_cast(const CastNode& n) override { result_ = Halide::cast(ty(n.type), lower(n.a)); }
+
+ private:
+  const std::map<std::string, Halide::Expr>& vars_;
+  const std::map<std::string, Halide::ImageParam>& inputs_;
+  const std::map<std::string, Halide::Func>& funcs_;
+  const std::map<std::string, Halide::Type>& func_types_;
+  std::optional<DType> compute_;
+  Halide::Expr result_;
+};
+
+Halide::Expr type_max(Halide::Type t) { return t.is_float() ? Halide::Internal::make_const(t, std::numeric_limits<double>::infinity()) : t.max(); }
+Halide::Expr type_min(Halide::Type t) { return t.is_float() ? Halide::Internal::make_const(t, -std::numeric_limits<double>::infinity()) : t.min(); }
+
+class Lowering {
+ public:
+  Lowering(const Program& p, const Schedule& s, const Target& t) : p_(p), s_(s), t_(t) {}
+
+  LoweredPipeline run() {
+    LoweredPipeline out;
+    out.target = Halide::Target(t_.halide);
+    if (!s_.options.bounds_checks) out.target = out.target.with_feature(Halide::Target::NoAsserts);
+    if (s_.options.profile) out.target = out.target.with_feature(Halide::Target::Profile);
+    for (const TensorInfo& in : p_.inputs()) {
+      Halide::ImageParam ip(halide_type(in.dtype), static_cast<int>(in.shape.size()), in.name);
+      constrain(ip, in.shape, in.name);
+      inputs_.emplace(in.name, ip);
+      out.inputs.push_back(ip);
+    }
+    for (const Stage& st : p_.stages()) define(st);
+    out.outputs = p_.outputs();
+    for (const std::string& o : out.outputs) {
+      const Halide::Func f = funcs_.at(o);
+      const Stage& st = p_.stage(o);
+      constrain(f.output_buffer(), st.shape);
+    }
+    for (const Stage& st : p_.stages()) apply_schedule(st);
+    std::vector<Halide::Func> outs;
+    for (const std::string& o : out.outputs) outs.push_back(funcs_.at(o));
+    out.pipeline = Halide::Pipeline(outs);
+    out.funcs = funcs_;
+    return out;
+  }
+
+ private:
+  // Dense row-major layout, min 0, and the static extents, so that Halide can
+  // specialize on them and report a wrong-shape buffer by name.
+  void constrain(Halide::OutputImageParam b, const Shape& shape, const std::string& input = "") {
+    const int r = static_cast<int>(shape.size());
+    const auto syms = p_.symbols();
+    for (int k = 0; k < r; ++k) {
+      const int axis = r - 1 - k;
+      const Dim& d = shape[static_cast<size_t>(axis)];
+      b.dim(k).set_min(0);
+      if (k == 0) b.dim(k).set_stride(1);
+      if (!d.is_symbolic()) {
+        b.dim(k).set_extent(static_cast<int>(d.value));
+      } else if (syms.at(d.sym) != std::make_pair(input, axis)) {
+        b.dim(k).set_extent(symbol(d.sym));  // must agree with where the size is bound
+      }
+    }
+  }
+
+  // A symbolic size, read from the first input that has it.
+  Halide::Expr symbol(const std::string& sym) {
+    const auto syms = p_.symbols();
+    const auto it = syms.find(sym);
+    if (it == syms.end())
+      throw ShapeError("symbolic size '" + sym + "' appears in no input of program '" + p_.name() + "'; it cannot be bound");
+    const auto& [tensor, axis] = it->second;
+    const Halide::ImageParam& ip = inputs_.at(tensor);
+    return ip.dim(ip.dimensions() - 1 - axis).extent();
+  }
+  Halide::Expr extent(const Dim& d) { return d.is_symbolic() ? symbol(d.sym) : Halide::Expr(static_cast<int>(d.value)); }
+
+  void define(const Stage& st) {
+    const StagePrecision prec = stage_precision(p_, s_, st.name);
+    std::map<std::string, Halide::Expr> vars;
+    std::vector<Halide::Var> hv;
+    for (auto it = st.vars.rbegin(); it != st.vars.rend(); ++it) {
+      hv.emplace_back(*it);
+      vars[*it] = hv.back();
+    }
+    std::vector<Halide::Expr> args(hv.begin(), hv.end());
+    std::optional<DType> compute;
+    if (is_float(st.value.type())) compute = prec.compute;
+
+    if (!st.reduce) {
+      Halide::Func f(st.name);
+      ExprLowering el(vars, inputs_, funcs_, types_, compute);
+      Halide::Expr v = el.lower(st.value);
+      f(args) = Halide::cast(halide_type(prec.storage), v);
+      funcs_.emplace(st.name, f);
+      types_[st.name] = halide_type(prec.storage);
+      return;
+    }
+
+    Halide::RDom rd = make_named_rdom(st);
+    for (size_t k = 0; k < st.rvars.size(); ++k) vars[st.rvars[st.rvars.size() - 1 - k].name] = rd[static_cast<int>(k)];
+
+    const Halide::Type acc = halide_type(prec.accumulate);
+    ExprLowering el(vars, inputs_, funcs_, types_, compute);
+    Halide::Expr body = el.lower(st.value);
+    const ReduceOp op = *st.reduce;
+    if (op == ReduceOp::ArgMin || op == ReduceOp::ArgMax) {
+      Halide::Func g(st.name + "_arg");
+      const Halide::Type vt = body.type();
+      g(args) = Halide::Tuple(Halide::cast(Halide::Int(64), 0), op == ReduceOp::ArgMax ? type_min(vt) : type_max(vt));
+      // Strict comparison keeps the first extreme index, as numpy does; NaN wins like numpy.
+      const Halide::Expr best = g(args)[1];
+      const Halide::Expr better = op == ReduceOp::ArgMax ? (body > best) : (body < best);
+      const Halide::Expr take = (better || (Halide::is_nan(body) && !Halide::is_nan(best))) && !Halide::is_nan(best);
+      g(args) = Halide::Tuple(Halide::select(vt.is_float() ? take : better, Halide::cast(Halide::Int(64), rd[0]), g(args)[0]),
+                              Halide::select(vt.is_float() ? take : better, body, best));
+      Halide::Func f(st.name);
+      f(args) = g(args)[0];
+      funcs_.emplace(st.name + "_arg", g);
+      funcs_.emplace(st.name, f);
+      types_[st.name] = Halide::Int(64);
+      return;
+    }
+    // When storage and accumulator types differ, the reduction runs in its own
+    // Func `<stage>_acc` and the stage's Func stores the narrowed result.
+    const bool wrapped = prec.storage != prec.accumulate;
+    Halide::Func f(wrapped ? st.name + "_acc" : st.name);
+    const Halide::Expr b = Halide::cast(acc, body);
+    switch (op) {
+      case ReduceOp::Sum: f(args) = Halide::cast(acc, 0); f(args) = f(args) + b; break;
+      case ReduceOp::Prod: f(args) = Halide::cast(acc, 1); f(args) = f(args) * b; break;
+      case ReduceOp::Min: f(args) = type_max(acc); f(args) = Halide::min(f(args), b); break;
+      case ReduceOp::Max: f(args) = type_min(acc); f(args) = Halide::max(f(args), b); break;
+      default: break;
+    }
+    if (wrapped) {
+      Halide::Func w(st.name);
+      w(args) = Halide::cast(halide_type(prec.storage), f(args));
+      funcs_.emplace(st.name + "_acc", f);
+      funcs_.emplace(st.name, w);
+      types_[st.name] = halide_type(prec.storage);
+      return;
+    }
+    funcs_.emplace(st.name, f);
+    types_[st.name] = acc;
+  }
+
+  Halide::RDom make_named_rdom(const Stage& st) {
+    // Halide names RDom dims "<rdom>.x/.y/..."; we need them to carry our names,
+    // so that schedules can split and reorder them as RVars.
+    Halide::Region ranges;
+    for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it) ranges.emplace_back(0, extent(it->extent));
+    Halide::Internal::ReductionDomain dom([&] {
+      std::vector<Halide::Internal::ReductionVariable> v;
+      for (size_t k = 0; k < ranges.size(); ++k)
+        v.push_back({st.rvars[st.rvars.size() - 1 - k].name, ranges[k].min, ranges[k].extent});
+      return v;
+    }());
+    return Halide::RDom(dom);
+  }
+
+  bool is_rvar(const Stage& st, const std::string& loop) {
+    for (const RVar& r : st.rvars) {
+      for (size_t lv = 0; lv <= 2; ++lv)
+        for (const auto& n : split_names(r.name, lv))
+          if (n == loop) return true;
+    }
+    return false;
+  }
+
+  // Tails: a root stage's pure loops over static dims shift the last tile
+  // inwards (recomputing a few points, keeping every tile full-size and so
+  // every inner extent constant); everything else is guarded, because a stage
+  // computed at a consumer sees regions of any size, symbolic dims may be
+  // smaller than a tile, and updates must not run twice on one point.
+  void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update, bool root) {
+    const auto nest = loop_nest(st, ls, update);
+    auto vr = [&](const std::string& n) { return Halide::VarOrRVar(n, update && is_rvar(st, n)); };
+    auto tail = [&](const std::string& dim) {
+      for (size_t k = 0; k < st.vars.size(); ++k)
+        if (st.vars[k] == dim && root && !update && !st.shape[k].is_symbolic()) return Halide::TailStrategy::ShiftInwards;
+      return Halide::TailStrategy::GuardWithIf;
+    };
+    for (const auto& [dim, sizes] : ls.tile) {
+      const auto names = split_names(dim, sizes.size());
+      hs.split(vr(dim), vr(names[0]), vr(sizes.size() == 1 ? names[1] : dim + "_t"), static_cast<int>(sizes[0]), tail(dim));
+      if (sizes.size() == 2) hs.split(vr(dim + "_t"), vr(names[1]), vr(names[2]), static_cast<int>(sizes[1]), tail(dim));
+    }
+    if (!ls.order.empty()) {
+      std::vector<Halide::VarOrRVar> order;
+      for (auto it = nest.rbegin(); it != nest.rend(); ++it) order.push_back(vr(it->name));
+      hs.reorder(order);
+    }
+    auto extent_of = [&](const std::string& n) {
+      for (const Loop& l : nest)
+        if (l.name == n) return l;
+      return Loop{};
+    };
+    // A width equal to a tile's inner extent needs no further split; width 0
+    // (or factor 0) means the whole loop, which must have a constant extent.
+    if (!ls.vectorize.empty()) {
+      const Loop l = extent_of(ls.vectorize);
+      const int w = ls.vector_width;
+      if (w == 0 || (l.extent == w && l.name != l.dim)) hs.vectorize(vr(ls.vectorize));
+      else hs.vectorize(vr(ls.vectorize), w, l.name == l.dim ? tail(l.dim) : Halide::TailStrategy::GuardWithIf);
+    }
+    for (const auto& [n, factor] : ls.unroll) {
+      const Loop l = extent_of(n);
+      if (factor == 0 || (l.extent == factor && l.name != l.dim)) hs.unroll(vr(n));
+      else hs.unroll(vr(n), factor, l.name == l.dim ? tail(l.dim) : Halide::TailStrategy::GuardWithIf);
+    }
+    for (const auto& n : ls.parallel) hs.parallel(vr(n));
+  }
+
+  void apply_schedule(const Stage& st) {
+    Halide::Func f = funcs_.at(st.name);
+    const StageSchedule* ss = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
+    // Helper Funcs (argmin/argmax tuples, wide accumulators) are computed
+    // inside the stage's Func and take the stage's "update" directives.
+    for (const char* suffix : {"_arg", "_acc"}) {
+      auto g = funcs_.find(st.name + suffix);
+      if (g == funcs_.end()) continue;
+      g->second.compute_at(f, Halide::Var::outermost());
+      if (ss && ss->update) apply_loops(st, g->second.update(0), *ss->update, true, false);
+      if (ss) schedule_func(st, f, *ss, false);
+      else f.compute_root();
+      return;
+    }
+    if (!ss) {
+      f.compute_root();
+      return;
+    }
+    schedule_func(st, f, *ss, st.reduce.has_value());
+  }
+
+  void schedule_func(const Stage& st, Halide::Func f, const StageSchedule& ss, bool has_update) {
+    auto consumer_loop = [&](const Placement& pl) {
+      const Stage& c = p_.stage(pl.stage);
+      return Halide::LoopLevel(funcs_.at(pl.stage), Halide::VarOrRVar(pl.loop, is_rvar(c, pl.loop)));
+    };
+    switch (ss.compute.kind) {
+      case Placement::Kind::Root: f.compute_root(); break;
+      case Placement::Kind::Inline: break;
+      case Placement::Kind::At: f.compute_at(consumer_loop(ss.compute)); break;
+    }
+    if (ss.store) {
+      if (ss.store->kind == Placement::Kind::Root) f.store_root();
+      else if (ss.store->kind == Placement::Kind::At) f.store_at(consumer_loop(*ss.store));
+    }
+    if (ss.compute.kind == Placement::Kind::Inline) return;
+    const bool root = ss.compute.kind == Placement::Kind::Root;
+    apply_loops(st, f, ss.loops, false, root);
+    if (has_update && ss.update) apply_loops(st, f.update(0), *ss.update, true, false);
+    if (ss.pipeline.async) f.async();
+    if (ss.pipeline.ring_buffer) f.ring_buffer(ss.pipeline.ring_buffer);
+    for (const Prefetch& pf : ss.pipeline.prefetch) {
+      Halide::Stage hs = has_update ? Halide::Stage(f.update(0)) : Halide::Stage(f);
+      const Halide::VarOrRVar at(pf.loop, has_update && is_rvar(st, pf.loop));
+      if (auto in = inputs_.find(pf.tensor); in != inputs_.end()) hs.prefetch(in->second, at, at, pf.distance);
+      else hs.prefetch(funcs_.at(pf.tensor), at, at, pf.distance);
+    }
+    if (ss.device != "cpu") {
+      const Halide::DeviceAPI api = ss.device == "cuda" ? Halide::DeviceAPI::CUDA : Halide::DeviceAPI::OpenCL;
+      auto v = [&](const std::vector<std::string>& n, size_t k) { return Halide::VarOrRVar(n[k], false); };
+      const auto& b = ss.gpu.blocks;
+      const auto& th = ss.gpu.threads;
+      if (b.size() == 1) f.gpu_blocks(v(b, 0), api);
+      if (b.size() == 2) f.gpu_blocks(v(b, 1), v(b, 0), api);
+      if (b.size() == 3) f.gpu_blocks(v(b, 2), v(b, 1), v(b, 0), api);
+      if (th.size() == 1) f.gpu_threads(v(th, 0), api);
+      if (th.size() == 2) f.gpu_threads(v(th, 1), v(th, 0), api);
+      if (th.size() == 3) f.gpu_threads(v(th, 2), v(th, 1), v(th, 0), api);
+      if (th.empty() && b.empty()) f.gpu_single_thread(api);
+    }
+  }
+
+  const Program& p_;
+  const Schedule& s_;
+  const Target& t_;
+  std::map<std::string, Halide::ImageParam> inputs_;
+  std::map<std::string, Halide::Func> funcs_;
+  std::map<std::string, Halide::Type> types_;
+};
+
+}  // namespace
+
+LoweredPipeline lower(const Program& p, const Schedule& s, const Target& t) {
+  validate(p, s, &t);
+  return with_halide_errors("lowering program '" + p.name() + "' for target " + t.name,
+                            [&] { return Lowering(p, s, t).run(); });
+}
+
+}  // namespace pto

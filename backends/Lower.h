@@ -1,0 +1,48 @@
+// lower(): Program + Schedule + Target -> Halide::Pipeline.
+//
+// Each stage becomes one Halide Func (argmin/argmax add a tuple Func named
+// `<stage>_arg`), each input an ImageParam. Our tensors are row-major, so
+// tensor dim k maps to Halide dim rank-1-k (Halide's dim 0 is the contiguous
+// one). The precision schedule is applied here by inserting casts: a stage's
+// element expression is evaluated in its compute type, a reduction accumulates
+// in its accumulate type, and the Func stores its storage type. Stages without
+// a schedule entry are computed at root and run serially: the plain baseline.
+#pragma once
+
+#include <Halide.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/Target.h"
+#include "dsl/Program.h"
+#include "schedules/Schedule.h"
+
+namespace pto {
+
+struct LoweredPipeline {
+  Halide::Pipeline pipeline;
+  std::vector<Halide::ImageParam> inputs;  // in Program::inputs() order
+  std::map<std::string, Halide::Func> funcs;
+  std::vector<std::string> outputs;        // in Program::outputs() order
+  Halide::Target target;
+  std::vector<Halide::Argument> arguments() const;
+};
+
+// Validates `s` against `p` and `t` first; throws ScheduleError / CompileError.
+LoweredPipeline lower(const Program& p, const Schedule& s, const Target& t);
+
+Halide::Type halide_type(DType t);
+
+// Runs `f`, turning Halide's errors (which are not std::exceptions) into pto::CompileError.
+template <typename F>
+auto with_halide_errors(const std::string& what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Halide::Error& e) {
+    throw CompileError(what + ": " + e.what());
+  }
+}
+
+}  // namespace pto

@@ -1,0 +1,64 @@
+#include "dsl/Analysis.h"
+
+#include "dsl/IRVisitor.h"
+
+namespace pto {
+namespace {
+class OpCounter : public IRVisitor {
+ public:
+  double ops = 0;
+
+ protected:
+  void visit_unary(const UnaryNode& n) override {
+    ops += 1;
+    IRVisitor::visit_unary(n);
+  }
+  void visit_binary(const BinaryNode& n) override {
+    ops += 1;
+    IRVisitor::visit_binary(n);
+  }
+  void visit_select(const SelectNode& n) override {
+    ops += 1;
+    IRVisitor::visit_select(n);
+  }
+  // Index arithmetic is address computation, not work.
+  void visit_access(const AccessNode&) override {}
+};
+}  // namespace
+
+int64_t dim_value(const Dim& d, const std::map<std::string, int64_t>& sizes) {
+  if (!d.is_symbolic()) return d.value;
+  const auto it = sizes.find(d.sym);
+  if (it == sizes.end()) throw ShapeError("symbolic size '" + d.sym + "' is not bound");
+  return it->second;
+}
+
+double stage_flops(const Stage& st, const std::map<std::string, int64_t>& sizes) {
+  double n = 1;
+  for (const Dim& d : st.shape) n *= static_cast<double>(dim_value(d, sizes));
+  OpCounter c;
+  c.visit(st.value);
+  if (!st.reduce) return n * c.ops;
+  for (const RVar& r : st.rvars) n *= static_cast<double>(dim_value(r.extent, sizes));
+  return n * (c.ops + 1);
+}
+
+double program_flops(const Program& p, const std::map<std::string, int64_t>& sizes) {
+  double f = 0;
+  for (const Stage& s : p.stages()) f += stage_flops(s, sizes);
+  return f;
+}
+
+double program_io_bytes(const Program& p, const std::map<std::string, int64_t>& sizes) {
+  double b = 0;
+  auto add = [&](const Shape& s, DType t) {
+    double n = bytes(t);
+    for (const Dim& d : s) n *= static_cast<double>(dim_value(d, sizes));
+    b += n;
+  };
+  for (const auto& in : p.inputs()) add(in.shape, in.dtype);
+  for (const auto& o : p.outputs()) add(p.stage(o).shape, p.stage(o).dtype);
+  return b;
+}
+
+}  // namespace pto

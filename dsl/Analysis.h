@@ -1,0 +1,22 @@
+// Static analysis of programs: operation and byte counts, for GFLOP/s
+// figures, the roofline plots and the autotuner's cost model.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "dsl/Program.h"
+
+namespace pto {
+
+// Arithmetic operations to compute every element of `stage` once
+// (a multiply-add in a reduction counts 2). Symbolic sizes come from `sizes`;
+// an unbound one throws ShapeError.
+double stage_flops(const Stage& stage, const std::map<std::string, int64_t>& sizes = {});
+double program_flops(const Program& p, const std::map<std::string, int64_t>& sizes = {});
+// Bytes of all inputs plus all outputs at their logical types: the minimum traffic.
+double program_io_bytes(const Program& p, const std::map<std::string, int64_t>& sizes = {});
+
+int64_t dim_value(const Dim& d, const std::map<std::string, int64_t>& sizes);
+
+}  // namespace pto

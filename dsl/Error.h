@@ -1,0 +1,52 @@
+// Typed errors for every PTO layer.
+//
+// Every user-facing failure (bad shape, bad schedule, unsupported target, a
+// kernel that fails at run time) is one of these, so callers can catch
+// `pto::Error` and print `what()`: the message always names the operator or
+// stage, the offending value, and what would have been valid.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace pto {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+// Rank, extent or broadcasting mismatch in a compute definition.
+class ShapeError : public Error {
+  using Error::Error;
+};
+// Element type mismatch or an unsupported element type.
+class DTypeError : public Error {
+  using Error::Error;
+};
+// Malformed definition: unknown tensor, unbound variable, duplicate name.
+class DefinitionError : public Error {
+  using Error::Error;
+};
+// Invalid schedule: unknown stage, tile larger than extent, bad JSON.
+class ScheduleError : public Error {
+  using Error::Error;
+};
+// Unknown or unsupported target or device.
+class TargetError : public Error {
+  using Error::Error;
+};
+// Code generation failed (Halide reported a compile error).
+class CompileError : public Error {
+  using Error::Error;
+};
+// A compiled kernel failed while running (bad buffer, Halide runtime error).
+class RuntimeError : public Error {
+  using Error::Error;
+};
+// An allocation was refused: DEVICE_MEMORY_EXHAUSTED.
+class MemoryError : public RuntimeError {
+  using RuntimeError::RuntimeError;
+};
+
+}  // namespace pto

@@ -1,0 +1,28 @@
+// A float64 interpreter for Programs: the reference that lowering and every
+// schedule are checked against.
+//
+// It evaluates the IR directly, element by element, without Halide, so it is
+// an independent oracle for the code generator (slow: use small sizes).
+// Floating-point values are carried in double whatever their logical type;
+// integer and bool casts truncate as C does; integer division and modulo floor
+// like Halide and numpy.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dsl/Program.h"
+
+namespace pto {
+
+struct HostTensor {
+  std::vector<int64_t> shape;
+  std::vector<double> data;  // row-major
+  int64_t numel() const;
+};
+
+// Evaluates every stage; returns all tensors by name (inputs included).
+std::map<std::string, HostTensor> interpret(const Program& p, const std::map<std::string, HostTensor>& inputs);
+
+}  // namespace pto

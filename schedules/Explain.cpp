@@ -1,0 +1,112 @@
+#include "schedules/Explain.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "schedules/LoopNest.h"
+#include "schedules/Validate.h"
+
+namespace pto {
+namespace {
+
+class Explainer {
+ public:
+  Explainer(const Program& p, const Schedule& s) : p_(p), s_(s) {}
+
+  std::string run(const Target* target) {
+    os_ << "program " << p_.name();
+    if (target) os_ << "  target " << target->name << " (" << target->halide << ")";
+    os_ << "  opt_level " << s_.options.opt_level << "\n";
+    for (const auto& in : p_.inputs()) os_ << "input " << in.name << ": " << to_string(in.dtype) << to_string(in.shape) << "\n";
+    for (const Stage& st : p_.stages())
+      if (placement(st.name).kind == Placement::Kind::Root) stage(st, 0);
+    return os_.str();
+  }
+
+ private:
+  const StageSchedule* sched(const std::string& n) const { return s_.options.opt_level == 0 ? nullptr : s_.find(n); }
+  Placement placement(const std::string& n) const {
+    const StageSchedule* ss = sched(n);
+    return ss ? ss->compute : Placement{};
+  }
+  void line(int depth, const std::string& text) { os_ << std::string(static_cast<size_t>(2 * depth), ' ') << text << "\n"; }
+
+  // Producers folded into `st` (transitively through other inline stages).
+  std::vector<std::string> inlined_into(const Stage& st) const {
+    std::vector<std::string> r;
+    for (const auto& t : st.reads()) {
+      const Stage* prod = p_.find_stage(t);
+      if (prod && placement(t).kind == Placement::Kind::Inline) {
+        r.push_back(t);
+        for (const auto& x : inlined_into(*prod)) r.push_back(x);
+      }
+    }
+    return r;
+  }
+
+  void nest(const Stage& st, const LoopSchedule& ls, bool update, int depth, const std::string& body) {
+    const auto loops = loop_nest(st, ls, update);
+    int d = depth;
+    for (const Loop& l : loops) {
+      std::string marks;
+      if (std::find(ls.parallel.begin(), ls.parallel.end(), l.name) != ls.parallel.end()) marks += "parallel ";
+      if (auto u = ls.unroll.find(l.name); u != ls.unroll.end())
+        marks += u->second ? "unrolled x" + std::to_string(u->second) + " " : "unrolled ";
+      if (ls.vectorize == l.name)
+        marks += ls.vector_width ? "vectorized x" + std::to_string(ls.vector_width) + " " : "vectorized ";
+      const bool at_consumer = placement(st.name).kind == Placement::Kind::At && !l.reduction;
+      const std::string ext = at_consumer && l.name == l.dim ? "(bounded by consumer)" : "[0, " + l.extent_str + ")";
+      line(d, marks + "for " + l.name + " in " + ext + ":");
+      ++d;
+      for (const Stage& prod : p_.stages()) {
+        const Placement pl = placement(prod.name);
+        if (pl.kind == Placement::Kind::At && pl.stage == st.name && pl.loop == l.name) stage(prod, d);
+      }
+    }
+    line(d, body);
+  }
+
+  void stage(const Stage& st, int depth) {
+    const StagePrecision prec = stage_precision(p_, s_, st.name);
+    const StageSchedule* ss = sched(st.name);
+    std::string head = st.name + ": " + to_string(placement(st.name)) + ", storage " + std::string(to_string(prec.storage)) +
+                       ", compute " + std::string(to_string(prec.compute));
+    if (st.reduce) head += ", accumulate " + std::string(to_string(prec.accumulate));
+    if (ss && ss->store) head += ", stored at " + to_string(*ss->store);
+    if (ss && ss->pipeline.ring_buffer) head += ", ring_buffer " + std::to_string(ss->pipeline.ring_buffer);
+    if (ss && ss->pipeline.async) head += ", async";
+    if (ss && ss->device != "cpu") head += ", device " + ss->device;
+    const auto inl = inlined_into(st);
+    if (!inl.empty()) {
+      std::string n;
+      for (const auto& x : inl) n += (n.empty() ? "" : ", ") + x;
+      head += "  [inlined: " + n + "]";
+    }
+    line(depth, head);
+    std::string lhs = st.name + "(";
+    for (size_t i = 0; i < st.vars.size(); ++i) lhs += (i ? ", " : "") + st.vars[i];
+    lhs += ")";
+    const LoopSchedule none;
+    const LoopSchedule& pure = ss ? ss->loops : none;
+    if (!st.reduce) {
+      nest(st, pure, false, depth + 1, lhs + " = " + to_string(st.value));
+      return;
+    }
+    nest(st, pure, false, depth + 1, lhs + " = " + (*st.reduce == ReduceOp::Sum ? std::string("0") : "init(" + std::string(to_string(*st.reduce)) + ")"));
+    nest(st, ss && ss->update ? *ss->update : none, true, depth + 1,
+         lhs + " = " + std::string(to_string(*st.reduce)) + "(" + lhs + ", " + to_string(st.value) + ")");
+  }
+
+  const Program& p_;
+  const Schedule& s_;
+  std::ostringstream os_;
+};
+
+}  // namespace
+
+std::string explain(const Program& p, const Schedule& s, const Target* target) {
+  validate(p, s, target);
+  return Explainer(p, s).run(target);
+}
+
+}  // namespace pto

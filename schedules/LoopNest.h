@@ -1,0 +1,32 @@
+// The loop nest a LoopSchedule produces for one definition of a stage.
+//
+// This is the single place that turns tile sizes and `order` into named loops
+// with extents. Validation uses it to check names, explain prints it, and the
+// Halide lowering replays it (split, reorder), so the three never disagree.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dsl/Stage.h"
+#include "schedules/Schedule.h"
+
+namespace pto {
+
+struct Loop {
+  std::string name;      // e.g. "j_i"
+  std::string dim;       // the stage variable it comes from, e.g. "j"
+  bool reduction = false;
+  int64_t extent = -1;   // -1 when symbolic
+  std::string extent_str;
+  int64_t step = 1;      // elements of `dim` covered by one iteration
+};
+
+// Loops of `stage`'s pure (update = false) or update definition, outermost first,
+// after tiling and `order`. Throws ScheduleError naming the stage and the bad directive.
+std::vector<Loop> loop_nest(const Stage& stage, const LoopSchedule& ls, bool update);
+
+// The split chain of one dim: {dim, [outer, (middle), inner]} names, for lowering.
+std::vector<std::string> split_names(const std::string& dim, size_t levels);
+
+}  // namespace pto

@@ -1,0 +1,113 @@
+// Schedules as plain data.
+//
+// A Schedule says *how* a Program runs: per stage, where it is computed and
+// stored, how its loops are tiled, ordered, vectorized, unrolled and
+// parallelized, how it is pipelined, at which precision it stores, computes and
+// accumulates, and on which device. It holds no Halide objects: it prints, it
+// round-trips through JSON (ScheduleJson.h), it is validated against a Program
+// and a Target (Validate.h), and the autotuner mutates it as a value.
+//
+// Loop names. A stage's loops are its index variables (pure dims outermost
+// first, then reduction variables). Tiling dim `i` with one size T gives loops
+// `i_o` (over tiles) and `i_i` (within a tile, extent T); two sizes [T1, T2]
+// give `i_o`, `i_m` (extent T1/T2 steps) and `i_i` (extent T2). `order`,
+// `vectorize`, `unroll`, `parallel` and compute_at refer to these names.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dsl/Type.h"
+
+namespace pto {
+
+inline constexpr int kScheduleSchemaVersion = 1;
+
+// Loop directives for one definition of a stage (its pure part, or its update).
+struct LoopSchedule {
+  std::map<std::string, std::vector<int64_t>> tile;  // dim -> [T1] or [T1, T2], T2 divides T1
+  std::vector<std::string> order;                    // loops, outermost first (a subset is fine)
+  std::string vectorize;                             // loop to vectorize, empty for none
+  int vector_width = 0;                              // lanes; 0 = the loop's whole (constant) extent
+  std::map<std::string, int> unroll;                 // loop -> factor; 0 = fully
+  std::vector<std::string> parallel;                 // loops run across threads
+
+  bool empty() const {
+    return tile.empty() && order.empty() && vectorize.empty() && unroll.empty() && parallel.empty();
+  }
+  bool operator==(const LoopSchedule&) const = default;
+};
+
+struct Placement {
+  enum class Kind { Root, Inline, At };
+  Kind kind = Kind::Root;
+  std::string stage;  // consumer stage, for At
+  std::string loop;   // loop of that consumer, for At
+  bool operator==(const Placement&) const = default;
+};
+std::string to_string(const Placement& p);
+
+// Precision of one stage; unset members take the stage's logical dtype.
+struct Precision {
+  std::optional<DType> storage;     // element type of the materialized buffer
+  std::optional<DType> compute;     // type the element expression is evaluated in
+  std::optional<DType> accumulate;  // type of a reduction's accumulator
+  bool operator==(const Precision&) const = default;
+};
+
+struct Prefetch {
+  std::string tensor;  // an input or producer stage read by this stage
+  std::string loop;    // loop of this stage at which to prefetch
+  int distance = 1;    // iterations ahead
+  bool operator==(const Prefetch&) const = default;
+};
+
+struct Pipelining {
+  int ring_buffer = 0;  // 0 = off; 1-8 = fold the stage's storage to that many slices
+  bool async = false;   // run the producer as its own task, overlapping the consumer
+  std::vector<Prefetch> prefetch;
+  bool operator==(const Pipelining&) const = default;
+};
+
+struct GpuMapping {
+  std::vector<std::string> blocks;   // loops mapped to GPU blocks, outermost first
+  std::vector<std::string> threads;  // loops mapped to GPU threads
+  bool operator==(const GpuMapping&) const = default;
+};
+
+struct StageSchedule {
+  Placement compute;                 // where the stage is computed
+  std::optional<Placement> store;    // where its storage lives (default: with compute)
+  LoopSchedule loops;                // pure definition
+  std::optional<LoopSchedule> update;  // reduction update (default: no directives)
+  Precision precision;
+  Pipelining pipeline;
+  std::string device = "cpu";        // cpu | cuda | opencl
+  GpuMapping gpu;
+  bool operator==(const StageSchedule&) const = default;
+};
+
+struct ScheduleOptions {
+  int opt_level = 2;           // 0: ignore loop directives (plain, for debugging numerics)
+  bool bounds_checks = true;   // Halide's run-time assertions
+  int threads = 0;             // 0 = all cores
+  bool profile = false;        // per-stage time and memory report
+  bool check_numerics = false; // fail on NaN/Inf in outputs
+  bool operator==(const ScheduleOptions&) const = default;
+};
+
+struct Schedule {
+  ScheduleOptions options;
+  std::map<std::string, StageSchedule> stages;  // stages not listed: computed at root, serial
+
+  StageSchedule& operator[](const std::string& stage) { return stages[stage]; }
+  const StageSchedule* find(const std::string& stage) const {
+    auto it = stages.find(stage);
+    return it == stages.end() ? nullptr : &it->second;
+  }
+  bool operator==(const Schedule&) const = default;
+};
+
+}  // namespace pto

@@ -1,0 +1,22 @@
+// Validation of a Schedule against a Program (and optionally a Target).
+//
+// Everything lowering relies on is checked here first, so that a bad schedule
+// is reported as a ScheduleError naming the stage, the directive and the valid
+// choices, instead of a Halide internal error or a crash.
+#pragma once
+
+#include "backends/Target.h"
+#include "dsl/Program.h"
+#include "schedules/Schedule.h"
+
+namespace pto {
+
+void validate(const Program& p, const Schedule& s, const Target* target = nullptr);
+
+// The storage / compute / accumulate types a stage runs with under `s`.
+struct StagePrecision {
+  DType storage, compute, accumulate;
+};
+StagePrecision stage_precision(const Program& p, const Schedule& s, const std::string& stage);
+
+}  // namespace pto

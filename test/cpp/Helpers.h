@@ -1,0 +1,63 @@
+// Test helpers: random inputs, running a Kernel on HostTensors, and
+// comparing with the float64 interpreter under a per-dtype tolerance.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+
+#include "backends/Jit.h"
+#include "dsl/Interpreter.h"
+
+namespace pto::test {
+
+inline HostTensor random_tensor(std::vector<int64_t> shape, std::mt19937& rng, double lo = -1, double hi = 1) {
+  HostTensor t;
+  t.shape = std::move(shape);
+  t.data.resize(static_cast<size_t>(t.numel()));
+  std::uniform_real_distribution<double> d(lo, hi);
+  for (auto& x : t.data) x = d(rng);
+  return t;
+}
+
+// Runs `k` on f32 copies of `inputs` (all inputs f32); returns outputs as HostTensors.
+inline std::vector<HostTensor> run_f32(const Kernel& k, const std::map<std::string, HostTensor>& inputs) {
+  const Program& p = k.program();
+  std::vector<std::vector<float>> in_store;
+  std::vector<BufferRef> ins;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& in : p.inputs()) {
+    const HostTensor& h = inputs.at(in.name);
+    in_store.emplace_back(h.data.begin(), h.data.end());
+    ins.push_back({in_store.back().data(), DType::F32, h.shape, {}});
+    shapes.push_back(h.shape);
+  }
+  const auto out_shapes = k.output_shapes(shapes);
+  std::vector<std::vector<float>> out_store;
+  std::vector<BufferRef> outs;
+  for (const auto& s : out_shapes) {
+    int64_t n = 1;
+    for (int64_t e : s) n *= e;
+    out_store.emplace_back(static_cast<size_t>(n), std::nanf(""));
+  }
+  for (size_t i = 0; i < out_shapes.size(); ++i) outs.push_back({out_store[i].data(), DType::F32, out_shapes[i], {}});
+  k.run(ins, outs);
+  std::vector<HostTensor> r;
+  for (size_t i = 0; i < out_shapes.size(); ++i) r.push_back({out_shapes[i], {out_store[i].begin(), out_store[i].end()}});
+  return r;
+}
+
+// max |got - want| / (atol/rtol scale), i.e. <= 1 means within tolerance.
+inline double tolerance_ratio(const HostTensor& got, const HostTensor& want, double rtol, double atol) {
+  REQUIRE(got.shape == want.shape);
+  double worst = 0;
+  for (size_t i = 0; i < got.data.size(); ++i) {
+    const double lim = atol + rtol * std::fabs(want.data[i]);
+    const double err = std::fabs(got.data[i] - want.data[i]);
+    if (std::isnan(got.data[i]) != std::isnan(want.data[i])) return INFINITY;
+    if (!std::isnan(err)) worst = std::max(worst, err / lim);
+  }
+  return worst;
+}
+
+}  // namespace pto::test

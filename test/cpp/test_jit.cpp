@@ -1,0 +1,145 @@
+// JIT: lowered programs against the float64 interpreter, random valid
+// schedules (differential), symbolic sizes, precision, and run-time errors.
+#include <catch2/catch.hpp>
+
+#include "Helpers.h"
+#include "dsl/Workloads.h"
+#include "schedules/Validate.h"
+#include "schedules/defaults/Defaults.h"
+
+using namespace pto;
+using namespace pto::test;
+using Catch::Matchers::Contains;
+
+namespace {
+Program mbr(int64_t m, int64_t n, int64_t k) { return make_workload("matmul_bias_relu", {{"M", m}, {"N", n}, {"K", k}}); }
+
+std::map<std::string, HostTensor> mbr_inputs(int64_t m, int64_t n, int64_t k, std::mt19937& rng) {
+  return {{"A", random_tensor({m, k}, rng)}, {"B", random_tensor({k, n}, rng)}, {"bias", random_tensor({n}, rng)}};
+}
+
+// f32 accumulation of K products in [-1, 1]: |error| <= K * 2^-24 * sum|a*b| <= K^2 * 6e-8; use a
+// bound that is still 100x tighter than any indexing bug would produce.
+double f32_matmul_atol(int64_t k) { return 1e-6 * static_cast<double>(k) + 1e-6; }
+}  // namespace
+
+TEST_CASE("plain and default schedules match the float64 reference", "[jit]") {
+  const Target t = parse_target("host");
+  std::mt19937 rng(1);
+  for (const auto& [m, n, k] : {std::tuple{37, 29, 23}, std::tuple{64, 64, 64}, std::tuple{1, 97, 5}, std::tuple{131, 50, 1}}) {
+    const Program p = mbr(m, n, k);
+    const auto in = mbr_inputs(m, n, k, rng);
+    const HostTensor want = interpret(p, in).at("out");
+    for (const Schedule& s : {plain_schedule(p), default_schedule(p, t)}) {
+      const Kernel kern(p, s, t);
+      CHECK(tolerance_ratio(run_f32(kern, in)[0], want, 1e-5, f32_matmul_atol(k)) <= 1.0);
+    }
+  }
+}
+
+TEST_CASE("random valid schedules all give the reference answer", "[jit][differential]") {
+  const Target t = parse_target("host");
+  std::mt19937 rng(2024);
+  const int64_t M = 45, N = 70, K = 19;
+  const Program p = mbr(M, N, K);
+  const auto in = mbr_inputs(M, N, K, rng);
+  const HostTensor want = interpret(p, in).at("out");
+  auto pick = [&](std::vector<int64_t> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+  int ran = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    Schedule s;
+    StageSchedule& o = s["out"];
+    const int64_t ti = pick({1, 4, 6, 8, 45}), tj = pick({8, 16, 32, 64});
+    o.loops.tile = {{"i0", {ti}}, {"i1", {tj}}};
+    if (rng() % 2) o.loops.order = {"i1_o", "i0_o", "i0_i", "i1_i"};
+    if (rng() % 2) { o.loops.vectorize = "i1_i"; o.loops.vector_width = static_cast<int>(pick({4, 8, 16})); }
+    if (rng() % 2) o.loops.parallel = {"i0_o"};
+    if (rng() % 2) s["biased"].compute.kind = Placement::Kind::Inline;
+    const int where = static_cast<int>(rng() % 3);
+    StageSchedule& mm = s["mm"];
+    if (where == 1) mm.compute = {Placement::Kind::At, "out", "i0_o"};
+    if (where == 2) mm.compute = {Placement::Kind::At, "out", pick({0, 1}) ? "i1_o" : "i0_o"};
+    if (where && s["biased"].compute.kind != Placement::Kind::Inline) mm.compute.stage = "biased", mm.compute.loop = "i0";
+    LoopSchedule up;
+    if (rng() % 2) up.tile["k"] = {pick({2, 4, 19})};
+    up.order = {"k", "i", "j"};
+    if (up.tile.count("k")) up.order = {"k_o", "i", "k_i", "j"};
+    if (rng() % 2) { up.vectorize = "j"; up.vector_width = static_cast<int>(pick({4, 8})); }
+    mm.update = up;
+    INFO("schedule: " << trial);
+    try {
+      validate(p, s, &t);
+    } catch (const ScheduleError& e) {
+      continue;  // only valid schedules are compared
+    }
+    const Kernel kern(p, s, t);
+    CHECK(tolerance_ratio(run_f32(kern, in)[0], want, 1e-5, f32_matmul_atol(K)) <= 1.0);
+    ++ran;
+  }
+  CHECK(ran >= 6);
+}
+
+TEST_CASE("a symbolic size serves many shapes with one kernel", "[jit][symbolic]") {
+  const Target t = parse_target("host");
+  const Program p = make_workload("matmul_bias_relu", {{"M", 0}, {"N", 24}, {"K", 9}});
+  const Kernel kern(p, default_schedule(p, t), t);
+  std::mt19937 rng(3);
+  for (int64_t m : {1, 7, 50}) {
+    const auto in = mbr_inputs(m, 24, 9, rng);
+    CHECK(tolerance_ratio(run_f32(kern, in)[0], interpret(p, in).at("out"), 1e-5, f32_matmul_atol(9)) <= 1.0);
+  }
+}
+
+TEST_CASE("bf16 storage with f32 accumulation stays within bf16 tolerance", "[jit][precision]") {
+  const Target t = parse_target("host");
+  const Program p = mbr(32, 48, 40);
+  std::mt19937 rng(4);
+  const auto in = mbr_inputs(32, 48, 40, rng);
+  const auto ref = interpret(p, in);
+  const HostTensor& want = ref.at("out");
+  const HostTensor& mm = ref.at("mm");
+  Schedule s;
+  s["mm"].precision.storage = DType::BF16;
+  s["mm"].precision.accumulate = DType::F32;
+  const HostTensor got = run_f32(Kernel(p, s, t), in)[0];
+  // mm is accumulated in f32, then stored as bf16 (8 significant bits): rounding
+  // to nearest moves it by at most 2^-8 |mm|; bias + relu add f32 rounding only.
+  double worst = 0, max_dev = 0;
+  for (size_t i = 0; i < got.data.size(); ++i) {
+    const double err = std::fabs(got.data[i] - want.data[i]);
+    worst = std::max(worst, err / (std::ldexp(std::fabs(mm.data[i]), -8) + 1e-5));
+    max_dev = std::max(max_dev, err);
+  }
+  CHECK(worst <= 1.0);
+  CHECK(max_dev > 1e-4);  // ... and it really is rounded, not silently f32
+}
+
+TEST_CASE("run-time errors are typed and name the tensor", "[jit][errors]") {
+  const Target t = parse_target("host");
+  const Program p = mbr(8, 16, 4);
+  const Kernel kern(p, plain_schedule(p), t);
+  std::vector<float> a(8 * 4), b(4 * 16), bias(16), out(8 * 16);
+  const std::vector<BufferRef> outs{{out.data(), DType::F32, {8, 16}, {}}};
+  CHECK_THROWS_WITH(kern.run({{a.data(), DType::F32, {8, 5}, {}}, {b.data(), DType::F32, {4, 16}, {}}, {bias.data(), DType::F32, {16}, {}}}, outs),
+                    Contains("input 'A' dim 1 is 5, expected 4"));
+  CHECK_THROWS_AS(kern.run({{a.data(), DType::F64, {8, 4}, {}}, {b.data(), DType::F32, {4, 16}, {}}, {bias.data(), DType::F32, {16}, {}}}, outs),
+                  DTypeError);
+  CHECK_THROWS_WITH(kern.run({{a.data(), DType::F32, {8, 4}, {}}, {b.data(), DType::F32, {4, 16}, {}}}, outs), Contains("takes 3 inputs"));
+  CHECK_THROWS_AS(Kernel(p, plain_schedule(p), parse_target("arm-64-linux")), TargetError);
+  CHECK_THROWS_WITH(parse_target("x86-64-avx1024"), Contains("unknown target 'x86-64-avx1024'; valid: host"));
+}
+
+TEST_CASE("a memory limit gives DEVICE_MEMORY_EXHAUSTED, not a crash", "[jit][errors][memory]") {
+  // The plain schedule materializes mm (128 x 256 floats = 128 KiB) on the heap.
+  const Target t = parse_target("host");
+  const Program p = mbr(128, 256, 4);
+  const Kernel kern(p, plain_schedule(p), t);
+  std::vector<float> a(128 * 4, 1.f), b(4 * 256, 1.f), bias(256, 0.f), out(128 * 256);
+  const std::vector<BufferRef> ins{{a.data(), DType::F32, {128, 4}, {}}, {b.data(), DType::F32, {4, 256}, {}}, {bias.data(), DType::F32, {256}, {}}};
+  const std::vector<BufferRef> outs{{out.data(), DType::F32, {128, 256}, {}}};
+  CHECK_THROWS_AS(kern.run(ins, outs, 64 * 1024), MemoryError);
+  CHECK_THROWS_WITH(kern.run(ins, outs, 64 * 1024), Contains("DEVICE_MEMORY_EXHAUSTED") && Contains("131072 bytes"));
+  const RunStats st = kern.run(ins, outs);
+  CHECK(st.peak_bytes >= 128 * 256 * sizeof(float));
+  CHECK(out[5] == 4.f);
+}
