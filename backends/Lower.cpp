@@ -251,7 +251,7 @@ class Lowering {
     Halide::Expr body = el.lower(st.value);
     const ReduceOp op = *st.reduce;
     if (op == ReduceOp::ArgMin || op == ReduceOp::ArgMax) {
-      Halide::Func g(st.name + "_arg");
+      Halide::Func g(st.name + "__arg");
       const Halide::Type vt = body.type();
       g(args) = Halide::Tuple(Halide::cast(Halide::Int(64), 0), op == ReduceOp::ArgMax ? type_min(vt) : type_max(vt));
       // Strict comparison keeps the first extreme index, as numpy does; NaN wins like numpy.
@@ -262,15 +262,15 @@ class Lowering {
                               Halide::select(vt.is_float() ? take : better, body, best));
       Halide::Func f(st.name);
       f(args) = g(args)[0];
-      funcs_.emplace(st.name + "_arg", g);
+      helpers_.emplace(st.name, g);
       funcs_.emplace(st.name, f);
       types_[st.name] = Halide::Int(64);
       return;
     }
     // When storage and accumulator types differ, the reduction runs in its own
-    // Func `<stage>_acc` and the stage's Func stores the narrowed result.
+    // Func `<stage>__acc` and the stage's Func stores the narrowed result.
     const bool wrapped = prec.storage != prec.accumulate;
-    Halide::Func f(wrapped ? st.name + "_acc" : st.name);
+    Halide::Func f(wrapped ? st.name + "__acc" : st.name);
     const Halide::Expr b = Halide::cast(acc, body);
     switch (op) {
       case ReduceOp::Sum: f(args) = Halide::cast(acc, 0); f(args) = f(args) + b; break;
@@ -282,7 +282,7 @@ class Lowering {
     if (wrapped) {
       Halide::Func w(st.name);
       w(args) = Halide::cast(halide_type(prec.storage), f(args));
-      funcs_.emplace(st.name + "_acc", f);
+      helpers_.emplace(st.name, f);
       funcs_.emplace(st.name, w);
       types_[st.name] = halide_type(prec.storage);
       return;
@@ -363,9 +363,7 @@ class Lowering {
     const StageSchedule* ss = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
     // Helper Funcs (argmin/argmax tuples, wide accumulators) are computed
     // inside the stage's Func and take the stage's "update" directives.
-    for (const char* suffix : {"_arg", "_acc"}) {
-      auto g = funcs_.find(st.name + suffix);
-      if (g == funcs_.end()) continue;
+    if (auto g = helpers_.find(st.name); g != helpers_.end()) {
       g->second.compute_at(f, Halide::Var::outermost());
       if (ss && ss->update) apply_loops(st, g->second.update(0), *ss->update, true, false);
       if (ss) schedule_func(st, f, *ss, false);
@@ -425,6 +423,9 @@ class Lowering {
   const Target& t_;
   std::map<std::string, Halide::ImageParam> inputs_;
   std::map<std::string, Halide::Func> funcs_;
+  // Per stage, the Func that runs its reduction when that is not the stage's
+  // own Func (argmin/argmax tuples "<stage>__arg", wide accumulators "<stage>__acc").
+  std::map<std::string, Halide::Func> helpers_;
   std::map<std::string, Halide::Type> types_;
 };
 

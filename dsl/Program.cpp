@@ -26,7 +26,9 @@ constexpr std::array<std::string_view, 8> kKindNames = {
     "elementwise", "contraction", "convolution", "reduction",
     "normalization", "pooling", "data_movement", "custom"};
 
+// Names with "__" are reserved for helper Funcs made by lowering.
 bool is_identifier(const std::string& s) {
+  if (s.find("__") != std::string::npos) return false;
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   return std::all_of(s.begin(), s.end(),
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
@@ -93,7 +95,7 @@ const std::string& Program::name() const { return d_->name; }
 static void check_new_name(const Program& p, const std::string& name, const char* what) {
   if (!is_identifier(name))
     throw DefinitionError(std::string(what) + " name '" + name +
-                          "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
+                          "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*, no \"__\")");
   if (p.has_tensor(name))
     throw DefinitionError(std::string(what) + " '" + name + "': a tensor of that name exists");
 }

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cmath>
 #include <functional>
 #include <sstream>
 
@@ -37,6 +38,51 @@ const std::vector<Entry>& entries() {
          const Tensor mm = ops::matmul(a, b, "mm");
          const Tensor out = ops::relu(ops::add(mm, bias, "biased"), "out");
          p.output(out);
+         return p;
+       }},
+      {{"softmax", "row softmax of X: [R, C]", {{"R", 384}, {"C", 768}}},
+       [](const auto& d) {
+         Program p("softmax");
+         p.output(ops::softmax(p.input("X", {d("R"), d("C")}), -1, "Y"));
+         return p;
+       }},
+      {{"layer_norm", "layer_norm over the last dim of X: [R, C] with gamma, beta", {{"R", 384}, {"C", 768}}},
+       [](const auto& d) {
+         Program p("layer_norm");
+         const Tensor x = p.input("X", {d("R"), d("C")});
+         p.output(ops::layer_norm(x, p.input("gamma", {d("C")}), p.input("beta", {d("C")}), 1e-5, "Y"));
+         return p;
+       }},
+      {{"mlp", "BERT FFN: gelu(X @ W1^T + b1) @ W2^T + b2", {{"S", 128}, {"H", 768}, {"F", 3072}}},
+       [](const auto& d) {
+         Program p("mlp");
+         const Tensor x = p.input("X", {d("S"), d("H")});
+         const Tensor h = ops::gelu(ops::linear(x, p.input("W1", {d("F"), d("H")}), p.input("b1", {d("F")}), "fc1"), false, "act");
+         p.output(ops::linear(h, p.input("W2", {d("H"), d("F")}), p.input("b2", {d("H")}), "fc2"));
+         return p;
+       }},
+      {{"attention", "softmax(Q K^T / sqrt(D)) V for Q, K, V: [S, D]", {{"S", 128}, {"D", 64}}},
+       [](const auto& d) {
+         Program p("attention");
+         const Tensor q = p.input("Q", {d("S"), d("D")});
+         const Tensor k = p.input("K", {d("S"), d("D")});
+         const Tensor v = p.input("V", {d("S"), d("D")});
+         const Dim dd = d("D");
+         const double scale = dd.is_symbolic() ? 0.125 : 1.0 / std::sqrt(static_cast<double>(dd.value));
+         // Element definition: scores(i, j) = sum_e Q(i, e) K(j, e) * scale.
+         const Tensor s = p.define_reduce("scores", {"i", "j"}, {d("S"), d("S")}, ReduceOp::Sum, {{"e", dd}},
+                                          q(var("i"), var("e")) * k(var("j"), var("e")) * scale,
+                                          OpKind::Contraction, "matmul");
+         p.output(ops::matmul(ops::softmax(s, -1, "probs"), v, "O"));
+         return p;
+       }},
+      {{"conv2d", "ResNet-50 3x3 conv, NCHW, stride 1, pad 1, with bias + ReLU",
+        {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"O", 64}}},
+       [](const auto& d) {
+         Program p("conv2d");
+         const Tensor x = p.input("X", {d("N"), d("C"), d("H"), d("W")});
+         const Tensor w = p.input("Wt", {d("O"), d("C"), 3, 3});
+         p.output(ops::relu(ops::conv2d(x, w, p.input("b", {d("O")}), {1, 1}, {1, 1}, {1, 1}, 1, "conv"), "Y"));
          return p;
        }},
   };

@@ -18,6 +18,14 @@ const std::vector<OpInfo>& registry() {
         {"relu", OpKind::Elementwise, "max(x, 0)"},
         {"matmul", OpKind::Contraction, "numpy matmul: batch broadcasting, 1-D promotion"},
         {"linear", OpKind::Contraction, "x @ W^T + b"},
+        {"gelu", OpKind::Elementwise, "0.5 x (1 + erf(x / sqrt 2))"},
+        {"gelu_tanh", OpKind::Elementwise, "tanh approximation of gelu"},
+        {"softmax", OpKind::Normalization, "exp(x - max) / sum, along an axis"},
+        {"layer_norm", OpKind::Normalization, "(x - mean) / sqrt(var + eps) * gamma + beta, last dim"},
+        {"reduce_sum", OpKind::Reduction, "sum over axes, keepdims"},
+        {"reduce_max", OpKind::Reduction, "max over axes, keepdims"},
+        {"reduce_mean", OpKind::Reduction, "mean over axes, keepdims"},
+        {"conv2d", OpKind::Convolution, "NCHW 2-D convolution: stride, padding, dilation, groups"},
     };
     std::sort(v.begin(), v.end(), [](const OpInfo& a, const OpInfo& b) { return a.name < b.name; });
     return v;

@@ -143,3 +143,37 @@ TEST_CASE("a memory limit gives DEVICE_MEMORY_EXHAUSTED, not a crash", "[jit][er
   CHECK(st.peak_bytes >= 128 * 256 * sizeof(float));
   CHECK(out[5] == 4.f);
 }
+
+TEST_CASE("every workload lowers correctly under plain and default schedules", "[jit][workloads]") {
+  const Target t = parse_target("host");
+  std::mt19937 rng(5);
+  const std::map<std::string, std::map<std::string, int64_t>> small = {
+      {"matmul", {{"M", 13}, {"N", 17}, {"K", 11}}},
+      {"matmul_bias_relu", {{"M", 13}, {"N", 40}, {"K", 11}}},
+      {"softmax", {{"R", 7}, {"C", 33}}},
+      {"layer_norm", {{"R", 7}, {"C", 33}}},
+      {"mlp", {{"S", 5}, {"H", 24}, {"F", 40}}},
+      {"attention", {{"S", 19}, {"D", 16}}},
+      {"conv2d", {{"N", 2}, {"C", 3}, {"H", 9}, {"W", 7}, {"O", 5}}},
+  };
+  for (const auto& w : workloads()) {
+    INFO("workload " << w.name);
+    REQUIRE(small.count(w.name));
+    const Program p = make_workload(w.name, small.at(w.name));
+    std::map<std::string, HostTensor> in;
+    for (const auto& i : p.inputs()) {
+      std::vector<int64_t> shape;
+      for (const Dim& d : i.shape) shape.push_back(d.value);
+      in[i.name] = random_tensor(shape, rng);
+    }
+    const auto ref = interpret(p, in);
+    for (const Schedule& s : {plain_schedule(p), default_schedule(p, t)}) {
+      const auto got = run_f32(Kernel(p, s, t), in);
+      const auto outs = p.outputs();
+      for (size_t i = 0; i < outs.size(); ++i) {
+        // f32 evaluation of O(100)-term sums and transcendental functions: 1e-5 relative + 1e-5 absolute.
+        CHECK(tolerance_ratio(got[i], ref.at(outs[i]), 1e-5, 1e-5) <= 1.0);
+      }
+    }
+  }
+}
