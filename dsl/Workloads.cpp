@@ -7,12 +7,25 @@
 #include <sstream>
 
 #include "dsl/ProgramJson.h"
+#include "dsl/models/Bert.h"
+#include "dsl/models/ResNet.h"
 #include "dsl/ops/Ops.h"
 
 namespace pto {
 namespace {
 
 using Sizes = std::map<std::string, int64_t>;
+
+// BERT-base with batch and sequence taken from the workload sizes (both must be static).
+template <typename D>
+models::BertConfig bert_config(const D& d) {
+  const Dim b = d("B"), s = d("S");
+  if (b.is_symbolic() || s.is_symbolic()) throw ShapeError("bert workloads need static B and S");
+  models::BertConfig c;
+  c.batch = b.value;
+  c.seq = s.value;
+  return c;
+}
 struct Entry {
   WorkloadInfo info;
   std::function<Program(const std::function<Dim(const std::string&)>&)> build;
@@ -84,6 +97,24 @@ const std::vector<Entry>& entries() {
          const Tensor w = p.input("Wt", {d("O"), d("C"), 3, 3});
          p.output(ops::relu(ops::conv2d(x, w, p.input("b", {d("O")}), {1, 1}, {1, 1}, {1, 1}, 1, "conv"), "Y"));
          return p;
+       }},
+      {{"bert_attention", "BERT-base self-attention block (QKV, scores, mask, softmax, context, output proj.)",
+        {{"B", 1}, {"S", 128}}},
+       [](const auto& d) { return models::bert_attention(bert_config(d)); }},
+      {{"bert_ffn", "BERT-base FFN: gelu(X W1^T + b1) W2^T + b2", {{"B", 1}, {"S", 128}}},
+       [](const auto& d) { return models::bert_ffn(bert_config(d)); }},
+      {{"bert_layernorm", "BERT-base residual add + LayerNorm", {{"B", 1}, {"S", 128}}},
+       [](const auto& d) { return models::bert_layernorm(bert_config(d)); }},
+      {{"bert_layer", "BERT-base encoder layer", {{"B", 1}, {"S", 128}}},
+       [](const auto& d) { return models::bert_layer(bert_config(d)); }},
+      {{"resnet50_conv", "one ResNet-50 conv layer + bias + ReLU (layer = index 0..22, see pto show)",
+        {{"layer", 2}, {"N", 1}}},
+       [](const auto& d) {
+         const auto& layers = models::resnet50_conv_layers();
+         const Dim l = d("layer");
+         if (l.is_symbolic() || l.value >= static_cast<int64_t>(layers.size()))
+           throw ShapeError("resnet50_conv: layer must be 0.." + std::to_string(layers.size() - 1));
+         return models::resnet_conv(layers[static_cast<size_t>(l.value)], d("N").value);
        }},
   };
   return e;

@@ -1,0 +1,32 @@
+// BERT-base encoder layer, written with the operator library and element
+// definitions: the report's attention / FFN / LayerNorm parts as separate
+// programs (for the before/after table) and the whole layer.
+//
+// Layout: activations [B, S, H] row-major; weights [out, in] (x W^T + b, as in
+// PyTorch); the attention mask is additive, [B, S] (0 = attend, -1e4 = masked).
+#pragma once
+
+#include "dsl/Program.h"
+
+namespace pto::models {
+
+struct BertConfig {
+  int64_t batch = 1, seq = 128, hidden = 768, heads = 12, ffn = 3072;
+  double eps = 1e-12;  // BERT's LayerNorm epsilon
+};
+
+// attn = MultiHeadSelfAttention(X, mask) projected by Wo: inputs X, mask, Wq, bq, Wk, bk, Wv, bv, Wo, bo.
+Program bert_attention(const BertConfig& c);
+// ffn = gelu(X W1^T + b1) W2^T + b2: inputs X, W1, b1, W2, b2.
+Program bert_ffn(const BertConfig& c);
+// Y = LayerNorm(X + R) * gamma + beta: inputs X, R, gamma, beta.
+Program bert_layernorm(const BertConfig& c);
+// The whole layer: h = LN1(X + attn(X)); Y = LN2(h + ffn(h)).
+Program bert_layer(const BertConfig& c);
+
+// Builders that add the parts to an existing program (used by bert_layer).
+Tensor add_bert_attention(Program& p, const Tensor& x, const Tensor& mask, const BertConfig& c, const std::string& prefix);
+Tensor add_bert_ffn(Program& p, const Tensor& x, const BertConfig& c, const std::string& prefix);
+Tensor add_bert_layernorm(Program& p, const Tensor& x, const Tensor& r, const BertConfig& c, const std::string& prefix);
+
+}  // namespace pto::models

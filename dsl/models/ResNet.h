@@ -1,0 +1,24 @@
+// The distinct convolution layers of ResNet-50 (v1.5, stride on the 3x3) at
+// 224x224, each with its bias + ReLU epilogue (batch norm folded into the
+// weights and bias, as inference engines do).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dsl/Program.h"
+
+namespace pto::models {
+
+struct ConvLayer {
+  std::string name;
+  int64_t cin, cout, kernel, stride, pad, hw;  // hw: input height = width
+  int64_t out_hw() const { return (hw + 2 * pad - kernel) / stride + 1; }
+  double flops(int64_t batch) const { return 2.0 * batch * cout * out_hw() * out_hw() * cin * kernel * kernel; }
+};
+
+const std::vector<ConvLayer>& resnet50_conv_layers();
+// relu(conv2d(X, W) + b) for one layer: inputs X [N, cin, hw, hw], W [cout, cin, k, k], b [cout].
+Program resnet_conv(const ConvLayer& l, int64_t batch = 1);
+
+}  // namespace pto::models

@@ -1,0 +1,82 @@
+// Real workloads at small shapes: the BERT encoder layer and ResNet-50-style
+// convolutions, under the default schedule, against independent float64 code.
+#include <catch2/catch.hpp>
+
+#include "Helpers.h"
+#include "apps/bert/BertReference.h"
+#include "dsl/models/Bert.h"
+#include "dsl/models/ResNet.h"
+#include "schedules/defaults/Defaults.h"
+
+using namespace pto;
+using namespace pto::test;
+
+TEST_CASE("BERT encoder layer matches a float64 reference", "[models][bert]") {
+  models::BertConfig c;
+  c.batch = 2;
+  c.seq = 7;
+  c.hidden = 32;
+  c.heads = 4;
+  c.ffn = 48;
+  const Program p = models::bert_layer(c);
+  std::mt19937 rng(11);
+  std::map<std::string, HostTensor> in;
+  bert_ref::Weights w;
+  for (const auto& t : p.inputs()) {
+    std::vector<int64_t> shape;
+    for (const Dim& d : t.shape) shape.push_back(d.value);
+    // Weights ~ U(-0.3, 0.3) keep activations O(1), like trained BERT.
+    in[t.name] = random_tensor(shape, rng, -0.3, 0.3);
+    if (t.name.find("gamma") != std::string::npos) in[t.name] = random_tensor(shape, rng, 0.5, 1.5);
+    w[t.name] = in[t.name].data;
+  }
+  // Mask the last two positions of batch 1.
+  HostTensor& mask = in["mask"];
+  for (auto& m : mask.data) m = 0;
+  mask.data[static_cast<size_t>(c.seq + c.seq - 1)] = mask.data[static_cast<size_t>(c.seq + c.seq - 2)] = -1e4;
+  w["mask"] = mask.data;
+  const bert_ref::Vec want = bert_ref::layer(in["X"].data, mask.data, w, c);
+  const Target t = parse_target("host");
+  for (const Schedule& s : {plain_schedule(p), default_schedule(p, t)}) {
+    const HostTensor got = run_f32(Kernel(p, s, t), in)[0];
+    // f32 through ~5 dependent matmul/normalization steps of O(50)-term sums: 1e-4 relative + absolute.
+    CHECK(tolerance_ratio(got, HostTensor{got.shape, want}, 1e-4, 1e-4) <= 1.0);
+  }
+}
+
+TEST_CASE("ResNet-50 convolution shapes (scaled down) match a float64 loop", "[models][resnet]") {
+  const Target t = parse_target("host");
+  std::mt19937 rng(12);
+  // The real layer kinds with fewer channels and pixels: 7x7/s2/p3, 3x3/s1/p1, 3x3/s2/p1, 1x1/s2, 1x1.
+  for (const models::ConvLayer& l : {models::ConvLayer{"c7", 3, 8, 7, 2, 3, 17}, models::ConvLayer{"c3", 5, 6, 3, 1, 1, 9},
+                                     models::ConvLayer{"c3s2", 4, 4, 3, 2, 1, 10}, models::ConvLayer{"ds", 6, 9, 1, 2, 0, 8},
+                                     models::ConvLayer{"pw", 16, 12, 1, 1, 0, 5}}) {
+    INFO("layer " << l.name);
+    const Program p = models::resnet_conv(l, 2);
+    const HostTensor x = random_tensor({2, l.cin, l.hw, l.hw}, rng), w = random_tensor({l.cout, l.cin, l.kernel, l.kernel}, rng),
+                     b = random_tensor({l.cout}, rng);
+    const int64_t o = l.out_hw();
+    HostTensor want{{2, l.cout, o, o}, std::vector<double>(static_cast<size_t>(2 * l.cout * o * o))};
+    size_t idx = 0;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t co = 0; co < l.cout; ++co)
+        for (int64_t y = 0; y < o; ++y)
+          for (int64_t xx = 0; xx < o; ++xx) {
+            double acc = b.data[static_cast<size_t>(co)];
+            for (int64_t ci = 0; ci < l.cin; ++ci)
+              for (int64_t ky = 0; ky < l.kernel; ++ky)
+                for (int64_t kx = 0; kx < l.kernel; ++kx) {
+                  const int64_t iy = y * l.stride + ky - l.pad, ix = xx * l.stride + kx - l.pad;
+                  if (iy < 0 || iy >= l.hw || ix < 0 || ix >= l.hw) continue;
+                  acc += x.data[static_cast<size_t>(((n * l.cin + ci) * l.hw + iy) * l.hw + ix)] *
+                         w.data[static_cast<size_t>(((co * l.cin + ci) * l.kernel + ky) * l.kernel + kx)];
+                }
+            want.data[idx++] = std::max(0.0, acc);
+          }
+    for (const Schedule& s : {plain_schedule(p), default_schedule(p, t)}) {
+      const HostTensor got = run_f32(Kernel(p, s, t), {{"X", x}, {"W", w}, {"b", b}})[0];
+      // f32 sums of up to 147 products in [-1, 1]: 1e-5 relative + 1e-5 absolute.
+      CHECK(tolerance_ratio(got, want, 1e-5, 1e-5) <= 1.0);
+    }
+  }
+}
