@@ -1,0 +1,178 @@
+// bench_bert: the BERT-base encoder layer and its parts (attention, FFN,
+// LayerNorm), PTO next to an OpenBLAS + plain C++ baseline and ONNX Runtime,
+// in one run. Every implementation's output is checked against float64 code
+// before its time is reported.
+//
+//   build/bin/bench_bert [--batch 1] [--seq 128 --seq 384] [--json FILE]
+//                        [--schedules DIR] [--no-ort]
+//
+// --schedules DIR: tuned schedules as DIR/<workload>_B<b>_S<s>.json (e.g. from
+// `pto tune`); they are reported as pto-tuned next to pto-default.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "apps/bert/BertOpenBlas.h"
+#include "apps/bert/BertReference.h"
+#include "apps/common/Bench.h"
+#include "backends/Jit.h"
+#include "dsl/Analysis.h"
+#include "dsl/Workloads.h"
+#include "schedules/ScheduleJson.h"
+#include "schedules/defaults/Defaults.h"
+
+using namespace pto;
+
+namespace {
+
+struct Inputs {
+  std::map<std::string, std::vector<float>> f32;
+  bert_ref::Weights f64;
+};
+
+Inputs make_inputs(const Program& p, std::mt19937& rng, const models::BertConfig& c) {
+  Inputs in;
+  for (const auto& t : p.inputs()) {
+    const size_t n = static_cast<size_t>(static_numel(t.shape));
+    std::vector<float> v;
+    if (t.name == "mask") {
+      v.assign(n, 0.0f);
+      // Padding: the last eighth of each sequence is masked out.
+      for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t s = c.seq - c.seq / 8; s < c.seq; ++s) v[static_cast<size_t>(b * c.seq + s)] = -1e4f;
+    } else if (t.name.find("gamma") != std::string::npos) {
+      v = bench::random_floats(n, rng, 0.8f, 1.2f);
+    } else if (t.name == "X" || t.name == "R") {
+      v = bench::random_floats(n, rng, -1, 1);
+    } else {
+      v = bench::random_floats(n, rng, -0.05f, 0.05f);  // weight scale of a trained BERT
+    }
+    in.f64[t.name] = bert_ref::Vec(v.begin(), v.end());
+    in.f32[t.name] = std::move(v);
+  }
+  return in;
+}
+
+double max_rel_err(const std::vector<float>& got, const bert_ref::Vec& want) {
+  double scale = 0, err = 0;
+  for (double w : want) scale = std::max(scale, std::fabs(w));
+  for (size_t i = 0; i < got.size(); ++i) err = std::max(err, std::fabs(got[i] - want[i]));
+  return err / std::max(scale, 1e-30);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::ensure_openblas_coretype(argv);
+  std::vector<int64_t> seqs;
+  int64_t batch = 1;
+  std::string json_path, sched_dir;
+  bool no_ort = false;
+  double min_time = 0.3;
+  CLI::App app{"BERT-base encoder layer: PTO vs OpenBLAS baseline vs ONNX Runtime"};
+  app.add_option("--batch", batch, "batch size");
+  app.add_option("--seq", seqs, "sequence lengths (default 128 384)");
+  app.add_option("--json", json_path, "write records as JSON");
+  app.add_option("--schedules", sched_dir, "directory of tuned schedules <workload>_B<b>_S<s>.json");
+  app.add_flag("--no-ort", no_ort, "skip ONNX Runtime");
+  app.add_option("--min-time", min_time, "seconds of timed repetitions per measurement");
+  CLI11_PARSE(app, argc, argv);
+  if (seqs.empty()) seqs = {128, 384};
+
+  try {
+    const Target t = parse_target("host");
+    std::vector<bench::Record> records;
+    std::mt19937 rng(3);
+    for (const int64_t s : seqs) {
+      models::BertConfig c;
+      c.batch = batch;
+      c.seq = s;
+      for (const std::string part : {"attention", "ffn", "layernorm", "layer"}) {
+        const std::string wl = "bert_" + part;
+        const std::string label = wl + " B" + std::to_string(batch) + " S" + std::to_string(s);
+        const Program p = make_workload(wl, {{"B", batch}, {"S", s}});
+        const Inputs in = make_inputs(p, rng, c);
+        const double flops = program_flops(p);
+        // Reference (float64, independent code).
+        bert_ref::Vec want;
+        const auto& w = in.f64;
+        if (part == "attention") want = bert_ref::attention(w.at("X"), w.at("mask"), w, c, "");
+        if (part == "ffn") want = bert_ref::ffn(w.at("X"), w, c, "");
+        if (part == "layernorm") want = bert_ref::layernorm(w.at("X"), w.at("R"), w, c, "");
+        if (part == "layer") want = bert_ref::layer(w.at("X"), w.at("mask"), w, c);
+        // f32 end to end: 1e-3 of the output's scale is far above rounding and far below any bug.
+        const double tol = 1e-3;
+
+        std::vector<BufferRef> ins;
+        for (const auto& ti : p.inputs()) {
+          std::vector<int64_t> shape;
+          for (const Dim& d : ti.shape) shape.push_back(d.value);
+          ins.push_back({const_cast<float*>(in.f32.at(ti.name).data()), DType::F32, shape, {}});
+        }
+        std::vector<float> out(static_cast<size_t>(c.batch * c.seq * c.hidden));
+        const std::vector<BufferRef> outs{{out.data(), DType::F32, {c.batch, c.seq, c.hidden}, {}}};
+        auto run_pto = [&](const std::string& impl, const Schedule& sched) {
+          const Kernel k(p, sched, t);
+          k.run(ins, outs);
+          const double err = max_rel_err(out, want);
+          std::fprintf(stderr, "%-28s %-12s max rel err %.2e %s\n", label.c_str(), impl.c_str(), err, err <= tol ? "OK" : "FAILED");
+          if (err > tol) throw Error(impl + " gives a wrong answer on " + label);
+          records.push_back(bench::make_record(label, impl, time_it([&] { k.run(ins, outs); }, 1, 5, min_time), flops));
+        };
+        run_pto("pto-default", default_schedule(p, t));
+        const std::string tuned = sched_dir + "/" + wl + "_B" + std::to_string(batch) + "_S" + std::to_string(s) + ".json";
+        if (!sched_dir.empty() && std::filesystem::exists(tuned)) run_pto("pto-tuned", load_schedule_file(tuned));
+
+        // OpenBLAS + plain C++ baseline.
+        auto f = [&](const std::string& n) { return in.f32.at(n).data(); };
+        bert_blas::Buffers buf;
+        std::vector<float> tmp(out.size()), tmp2(out.size());
+        std::function<void()> blas;
+        if (part == "attention")
+          blas = [&] { bert_blas::attention(f("X"), f("mask"), {f("Wq"), f("bq"), f("Wk"), f("bk"), f("Wv"), f("bv"), f("Wo"), f("bo")}, out.data(), c, buf); };
+        if (part == "ffn") blas = [&] { bert_blas::ffn(f("X"), {f("W1"), f("b1"), f("W2"), f("b2")}, out.data(), c, buf); };
+        if (part == "layernorm") blas = [&] { bert_blas::layernorm(f("X"), f("R"), f("gamma"), f("beta"), out.data(), c); };
+        if (part == "layer")
+          blas = [&] {
+            bert_blas::attention(f("X"), f("mask"), {f("a_Wq"), f("a_bq"), f("a_Wk"), f("a_bk"), f("a_Wv"), f("a_bv"), f("a_Wo"), f("a_bo")}, tmp.data(), c, buf);
+            bert_blas::layernorm(tmp.data(), f("X"), f("ln1_gamma"), f("ln1_beta"), tmp2.data(), c);
+            bert_blas::ffn(tmp2.data(), {f("f_W1"), f("f_b1"), f("f_W2"), f("f_b2")}, tmp.data(), c, buf);
+            bert_blas::layernorm(tmp.data(), tmp2.data(), f("ln2_gamma"), f("ln2_beta"), out.data(), c);
+          };
+        blas();
+        const double berr = max_rel_err(out, want);
+        std::fprintf(stderr, "%-28s %-12s max rel err %.2e %s\n", label.c_str(), "openblas", berr, berr <= tol ? "OK" : "FAILED");
+        records.push_back(bench::make_record(label, "openblas", time_it(blas, 1, 5, min_time), flops));
+      }
+    }
+    if (!no_ort) {
+      // ONNX Runtime times the same graphs in a Python process (its C API is not in Debian).
+      const std::string script = (std::filesystem::path(PTO_SOURCE_DIR) / "apps/bert/ort_bert.py").string();
+      std::string cmd = std::string(PTO_PYTHON) + " " + script + " --batch " + std::to_string(batch) + " --min-time " + std::to_string(min_time);
+      for (int64_t s : seqs) cmd += " --seq " + std::to_string(s);
+      FILE* pipe = popen(cmd.c_str(), "r");
+      std::string text;
+      char chunk[4096];
+      while (pipe && fgets(chunk, sizeof chunk, pipe)) text += chunk;
+      const int rc = pipe ? pclose(pipe) : -1;
+      if (rc != 0) {
+        std::fprintf(stderr, "onnxruntime run failed (exit %d); skipping it\n", rc);
+      } else {
+        for (const auto& r : nlohmann::json::parse(text)) {
+          TimingStats ts{r.at("median_ms").get<double>(), r.at("min_ms").get<double>(), r.at("max_ms").get<double>(), r.at("reps").get<int>()};
+          bench::Record rec{r.at("workload").get<std::string>(), "onnxruntime", ts, std::nullopt};
+          for (const auto& other : records)
+            if (other.workload == rec.workload && other.gflops) rec.gflops = *other.gflops * other.t.median_ms / ts.median_ms;
+          records.push_back(rec);
+        }
+      }
+    }
+    bench::print_table(records, "pto-default");
+    if (!json_path.empty()) bench::write_json(records, json_path);
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_bert: error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,78 @@
+// Shared benchmark plumbing for the bench_* binaries: result records, the
+// table on stdout, the `--json FILE` output contract, and OpenBLAS set-up.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/Timing.h"
+
+namespace pto::bench {
+
+struct Record {
+  std::string workload, impl;
+  TimingStats t;
+  std::optional<double> gflops;
+};
+
+inline Record make_record(std::string workload, std::string impl, const TimingStats& t, double flops) {
+  Record r{std::move(workload), std::move(impl), t, std::nullopt};
+  if (flops > 0) r.gflops = flops / (t.median_ms * 1e6);
+  return r;
+}
+
+// Prints the table; `baseline` is the impl the ratio column divides by (per workload).
+inline void print_table(const std::vector<Record>& rs, const std::string& baseline) {
+  std::printf("\n%-34s %-18s %10s %10s %10s %9s %8s\n", "workload", "impl", "median_ms", "min_ms", "max_ms", "GFLOP/s",
+              ("x_" + baseline).c_str());
+  for (const Record& r : rs) {
+    double base = 0;
+    for (const Record& b : rs)
+      if (b.workload == r.workload && b.impl == baseline) base = b.t.median_ms;
+    std::printf("%-34s %-18s %10.3f %10.3f %10.3f %9s %8s\n", r.workload.c_str(), r.impl.c_str(), r.t.median_ms,
+                r.t.min_ms, r.t.max_ms, r.gflops ? std::to_string(static_cast<int>(*r.gflops + 0.5)).c_str() : "-",
+                base > 0 ? (std::to_string(base / r.t.median_ms).substr(0, 5)).c_str() : "-");
+  }
+}
+
+inline void write_json(const std::vector<Record>& rs, const std::string& path) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const Record& r : rs)
+    j.push_back({{"workload", r.workload},
+                 {"impl", r.impl},
+                 {"median_ms", r.t.median_ms},
+                 {"min_ms", r.t.min_ms},
+                 {"max_ms", r.t.max_ms},
+                 {"gflops", r.gflops ? nlohmann::json(*r.gflops) : nlohmann::json(nullptr)}});
+  std::ofstream(path) << j.dump(2) << "\n";
+}
+
+// OpenBLAS 0.3.21 reads OPENBLAS_CORETYPE once at load; it does not know recent
+// CPUs and falls back to slower kernels. Re-exec with its AVX-512 kernels on an
+// AVX-512 machine (PTO_OPENBLAS_CORETYPE overrides). Call first thing in main.
+inline void ensure_openblas_coretype(char** argv) {
+  const char* want = std::getenv("PTO_OPENBLAS_CORETYPE");
+  if (!want && __builtin_cpu_supports("avx512f")) want = "SkylakeX";
+  const char* have = std::getenv("OPENBLAS_CORETYPE");
+  if (want && (!have || std::string(have) != want)) {
+    setenv("OPENBLAS_CORETYPE", want, 1);
+    execv("/proc/self/exe", argv);
+  }
+}
+
+inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = -1, float hi = 1) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+}  // namespace pto::bench

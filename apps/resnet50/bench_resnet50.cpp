@@ -1,0 +1,183 @@
+// bench_resnet50: every distinct convolution layer of ResNet-50 at 224x224,
+// batch 1, with bias + ReLU: PTO next to oneDNN 2.6 and ONNX Runtime in one run.
+// Outputs are checked on sampled points against float64 before timing.
+//
+//   build/bin/bench_resnet50 [--layers 0,2,6] [--json FILE] [--no-ort] [--schedules DIR]
+//
+// oneDNN runs in its preferred (blocked) layouts with weights reordered once,
+// i.e. its best case; PTO reads and writes plain NCHW.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <filesystem>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "apps/common/Bench.h"
+#include "backends/Jit.h"
+#include "dsl/models/ResNet.h"
+#include "schedules/ScheduleJson.h"
+#include "schedules/defaults/Defaults.h"
+
+using namespace pto;
+
+namespace {
+
+// A float64 value of one output point.
+double ref_point(const models::ConvLayer& l, const std::vector<float>& x, const std::vector<float>& w,
+                 const std::vector<float>& b, int64_t co, int64_t y, int64_t xx) {
+  double acc = b[static_cast<size_t>(co)];
+  for (int64_t ci = 0; ci < l.cin; ++ci)
+    for (int64_t ky = 0; ky < l.kernel; ++ky)
+      for (int64_t kx = 0; kx < l.kernel; ++kx) {
+        const int64_t iy = y * l.stride + ky - l.pad, ix = xx * l.stride + kx - l.pad;
+        if (iy < 0 || iy >= l.hw || ix < 0 || ix >= l.hw) continue;
+        acc += double(x[static_cast<size_t>((ci * l.hw + iy) * l.hw + ix)]) *
+               w[static_cast<size_t>(((co * l.cin + ci) * l.kernel + ky) * l.kernel + kx)];
+      }
+  return std::max(0.0, acc);
+}
+
+// Max error on 500 sampled points, relative to the output scale.
+double check(const models::ConvLayer& l, const std::vector<float>& x, const std::vector<float>& w,
+             const std::vector<float>& b, const std::vector<float>& out, std::mt19937& rng) {
+  const int64_t o = l.out_hw();
+  std::uniform_int_distribution<int64_t> pc(0, l.cout - 1), pp(0, o - 1);
+  double err = 0, scale = 1e-30;
+  for (int i = 0; i < 500; ++i) {
+    const int64_t co = pc(rng), y = pp(rng), xx = pp(rng);
+    const double want = ref_point(l, x, w, b, co, y, xx);
+    err = std::max(err, std::fabs(want - out[static_cast<size_t>((co * o + y) * o + xx)]));
+    scale = std::max(scale, std::fabs(want));
+  }
+  return err / scale;
+}
+
+// oneDNN convolution + bias + ReLU in its preferred layouts.
+struct OneDnnConv {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  dnnl::convolution_forward prim;
+  dnnl::memory src, wei, bias, dst, user_dst;
+  dnnl::reorder dst_back;
+
+  OneDnnConv(const models::ConvLayer& l, std::vector<float>& x, std::vector<float>& w, std::vector<float>& b,
+             std::vector<float>& out) {
+    using tag = dnnl::memory::format_tag;
+    using dt = dnnl::memory::data_type;
+    const dnnl::memory::dims xd{1, l.cin, l.hw, l.hw}, wd{l.cout, l.cin, l.kernel, l.kernel}, bd{l.cout},
+        od{1, l.cout, l.out_hw(), l.out_hw()}, st{l.stride, l.stride}, pad{l.pad, l.pad};
+    const dnnl::memory::desc any_x(xd, dt::f32, tag::any), any_w(wd, dt::f32, tag::any), bmd(bd, dt::f32, tag::x),
+        any_o(od, dt::f32, tag::any);
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                            any_x, any_w, bmd, any_o, st, pad, pad);
+    const dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+    prim = dnnl::convolution_forward(pd);
+    dnnl::memory ux({xd, dt::f32, tag::nchw}, eng, x.data()), uw({wd, dt::f32, tag::oihw}, eng, w.data());
+    src = dnnl::memory(pd.src_desc(), eng);
+    wei = dnnl::memory(pd.weights_desc(), eng);
+    bias = dnnl::memory(bmd, eng, b.data());
+    dst = dnnl::memory(pd.dst_desc(), eng);
+    user_dst = dnnl::memory({od, dt::f32, tag::nchw}, eng, out.data());
+    dnnl::reorder(ux, src).execute(strm, ux, src);
+    dnnl::reorder(uw, wei).execute(strm, uw, wei);
+    dst_back = dnnl::reorder(dst, user_dst);
+    strm.wait();
+  }
+  void run() {
+    prim.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
+    strm.wait();
+  }
+  void fetch() {
+    dst_back.execute(strm, dst, user_dst);
+    strm.wait();
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> layers;
+  std::string json_path, sched_dir;
+  bool no_ort = false;
+  double min_time = 0.2;
+  CLI::App app{"ResNet-50 convolutions: PTO vs oneDNN vs ONNX Runtime"};
+  app.add_option("--layers", layers, "layer indices (default: all)")->delimiter(',');
+  app.add_option("--json", json_path, "write records as JSON");
+  app.add_option("--schedules", sched_dir, "directory of tuned schedules resnet50_conv_<layer>.json");
+  app.add_flag("--no-ort", no_ort, "skip ONNX Runtime");
+  app.add_option("--min-time", min_time, "seconds of timed repetitions per measurement");
+  CLI11_PARSE(app, argc, argv);
+  const auto& all = models::resnet50_conv_layers();
+  if (layers.empty())
+    for (size_t i = 0; i < all.size(); ++i) layers.push_back(static_cast<int>(i));
+  try {
+    const Target t = parse_target("host");
+    std::vector<bench::Record> records;
+    std::mt19937 rng(9);
+    for (const int li : layers) {
+      if (li < 0 || li >= static_cast<int>(all.size())) throw Error("--layers: no layer " + std::to_string(li));
+      const models::ConvLayer& l = all[static_cast<size_t>(li)];
+      const std::string label = std::to_string(li) + ":" + l.name;
+      const Program p = models::resnet_conv(l, 1);
+      std::vector<float> x = bench::random_floats(static_cast<size_t>(l.cin * l.hw * l.hw), rng);
+      std::vector<float> w = bench::random_floats(static_cast<size_t>(l.cout * l.cin * l.kernel * l.kernel), rng, -0.1f, 0.1f);
+      std::vector<float> b = bench::random_floats(static_cast<size_t>(l.cout), rng, -0.1f, 0.1f);
+      const int64_t o = l.out_hw();
+      std::vector<float> out(static_cast<size_t>(l.cout * o * o));
+      const std::vector<BufferRef> ins{{x.data(), DType::F32, {1, l.cin, l.hw, l.hw}, {}},
+                                       {w.data(), DType::F32, {l.cout, l.cin, l.kernel, l.kernel}, {}},
+                                       {b.data(), DType::F32, {l.cout}, {}}};
+      const std::vector<BufferRef> outs{{out.data(), DType::F32, {1, l.cout, o, o}, {}}};
+      // f32 sums of up to 4608 products: 1e-4 of the output scale.
+      const double tol = 1e-4;
+      auto run_pto = [&](const std::string& impl, const Schedule& s) {
+        const Kernel k(p, s, t);
+        k.run(ins, outs);
+        const double err = check(l, x, w, b, out, rng);
+        std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label.c_str(), impl.c_str(), err, err <= tol ? "OK" : "FAILED");
+        if (err > tol) throw Error(impl + " gives a wrong answer on " + label);
+        records.push_back(bench::make_record(label, impl, time_it([&] { k.run(ins, outs); }, 1, 5, min_time), l.flops(1)));
+      };
+      run_pto("pto-default", default_schedule(p, t));
+      const std::string tuned = sched_dir + "/resnet50_conv_" + std::to_string(li) + ".json";
+      if (!sched_dir.empty() && std::filesystem::exists(tuned)) run_pto("pto-tuned", load_schedule_file(tuned));
+
+      OneDnnConv dn(l, x, w, b, out);
+      dn.run();
+      dn.fetch();
+      const double derr = check(l, x, w, b, out, rng);
+      std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label.c_str(), "onednn", derr, derr <= tol ? "OK" : "FAILED");
+      records.push_back(bench::make_record(label, "onednn", time_it([&] { dn.run(); }, 1, 5, min_time), l.flops(1)));
+    }
+    if (!no_ort) {
+      std::string cmd = std::string(PTO_PYTHON) + " " + PTO_SOURCE_DIR + "/apps/resnet50/ort_resnet50.py --min-time " + std::to_string(min_time) + " --layers ";
+      for (size_t i = 0; i < layers.size(); ++i) cmd += (i ? "," : "") + std::to_string(layers[i]);
+      FILE* pipe = popen(cmd.c_str(), "r");
+      std::string text;
+      char chunk[4096];
+      while (pipe && fgets(chunk, sizeof chunk, pipe)) text += chunk;
+      if ((pipe ? pclose(pipe) : -1) == 0) {
+        for (const auto& r : nlohmann::json::parse(text)) {
+          const TimingStats ts{r.at("median_ms").get<double>(), r.at("min_ms").get<double>(), r.at("max_ms").get<double>(), r.at("reps").get<int>()};
+          const int li = r.at("layer").get<int>();
+          const auto& l = all[static_cast<size_t>(li)];
+          records.push_back(bench::make_record(std::to_string(li) + ":" + l.name, "onnxruntime", ts, l.flops(1)));
+        }
+      } else {
+        std::fprintf(stderr, "onnxruntime run failed; skipping it\n");
+      }
+    }
+    bench::print_table(records, "onednn");
+    if (!json_path.empty()) bench::write_json(records, json_path);
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_resnet50: error: %s\n", e.what());
+    return 2;
+  } catch (const dnnl::error& e) {
+    std::fprintf(stderr, "bench_resnet50: oneDNN error: %s\n", e.what());
+    return 2;
+  }
+}
