@@ -68,9 +68,11 @@ std::string dims_code(const std::string& var, const Shape& shape) {
   return c.str();
 }
 
-// Halide's feature words of `t`: bit f of word f/64 for feature f, as the
-// dispatch wrapper passes them to halide_can_use_target_features.
-std::vector<uint64_t> feature_words(const Halide::Target& t) {
+// Halide's feature words of variant `t`: bit f of word f/64 for feature f, as
+// the dispatch wrapper passes them to halide_can_use_target_features (variants
+// are compiled with NoRuntime, so that bit is part of every query).
+std::vector<uint64_t> feature_words(const Halide::Target& variant) {
+  const Halide::Target t = variant.with_feature(Halide::Target::NoRuntime);
   std::vector<uint64_t> w((Halide::Target::FeatureEnd + 63) / 64, 0);
   for (int f = 0; f < Halide::Target::FeatureEnd; ++f)
     if (t.has_feature(static_cast<Halide::Target::Feature>(f))) w[f / 64] |= uint64_t{1} << (f % 64);
@@ -185,9 +187,11 @@ void write_header(const std::string& path, const LibraryOptions& opts, const std
       h << dims_code(var, shape);
       h << "  halide_buffer_t " << var << "_buf;\n  memset(&" << var << "_buf, 0, sizeof " << var << "_buf);\n";
       h << "  " << var << "_buf.host = (uint8_t*)" << (is_const ? "(void*)" : "") << var << ";\n";
-      h << "  " << var << "_buf.type.code = (uint8_t)" << halide_type_code(dt) << ";\n";
+      h << "  " << var << "_buf.type.code = (halide_type_code_t)" << halide_type_code(dt) << ";\n";
       h << "  " << var << "_buf.type.bits = " << (dt == DType::Bool ? 1 : bits(dt)) << ";\n  " << var << "_buf.type.lanes = 1;\n";
       h << "  " << var << "_buf.dimensions = " << shape.size() << ";\n  " << var << "_buf.dim = " << var << "_dims;\n";
+      // The host copy is the valid one: Halide copies it to the device before use.
+      if (device && is_const) h << "  " << var << "_buf.flags = halide_buffer_flag_host_dirty;\n";
       bufs.push_back("&" + var + "_buf");
     };
     for (const auto& in : p.inputs()) emit_buffer(in.name, in.dtype, in.shape, true);
