@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "Helpers.h"
 #include "backends/Archive.h"
 #include "backends/DeviceSchedule.h"
 #include "backends/GeneratorRegistry.h"
@@ -175,4 +176,21 @@ TEST_CASE("device schedules put every materialized stage on the GPU and validate
     }
   }
   CHECK_THROWS_AS(device_schedule(make_workload("softmax"), parse_target("host")), TargetError);
+}
+
+TEST_CASE("JIT on the OpenCL device (PoCL) matches the float64 reference", "[generator][device][opencl]") {
+  const Target t = parse_target("host-opencl");
+  std::mt19937 rng(3);
+  for (const std::string w : {"softmax", "layer_norm"}) {
+    const Program p = make_workload(w, {{"R", 7}, {"C", 37}});
+    std::map<std::string, HostTensor> in;
+    for (const auto& i : p.inputs()) {
+      std::vector<int64_t> shape;
+      for (const Dim& d : i.shape) shape.push_back(d.value);
+      in[i.name] = test::random_tensor(shape, rng, -2, 2);
+    }
+    const Kernel k(p, device_schedule(p, t), t);
+    // f32 on the device: exp/sqrt within a few ulp, 37-term sums: relative error ~1e-6.
+    CHECK(test::tolerance_ratio(test::run_f32(k, in)[0], interpret(p, in).at("Y"), 1e-5, 1e-6) <= 1.0);
+  }
 }
