@@ -194,6 +194,10 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
   std::vector<RawBuffer> raw(inputs.size() + outputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) fill(raw[i], inputs[i]);
   for (size_t i = 0; i < outputs.size(); ++i) fill(raw[inputs.size() + i], outputs[i]);
+  // Device targets: the host copy of an input is the valid one (Halide copies it over).
+  const bool device = impl_->target.has_device();
+  if (device)
+    for (size_t i = 0; i < inputs.size(); ++i) raw[i].buf.flags |= halide_buffer_flag_host_dirty;
 
   RunContext ctx;
   ctx.limit = memory_limit;
@@ -203,7 +207,16 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
   Halide::JITUserContext* ctx_ptr = &ctx;
   std::vector<const void*> argv{&ctx_ptr};
   for (auto& r : raw) argv.push_back(&r.buf);
-  const int rc = impl_->callable.call_argv_fast(argv.size(), argv.data());
+  int rc = impl_->callable.call_argv_fast(argv.size(), argv.data());
+  if (device) {  // outputs back to the caller's memory; release the device copies
+    for (size_t i = inputs.size(); i < raw.size() && rc == 0; ++i) {
+      halide_buffer_t& b = raw[i].buf;
+      if (b.device_interface && (b.flags & halide_buffer_flag_device_dirty))
+        rc = b.device_interface->copy_to_host(ctx_ptr, &b);
+    }
+    for (auto& r : raw)
+      if (r.buf.device && r.buf.device_interface) r.buf.device_interface->device_free(ctx_ptr, &r.buf);
+  }
   if (rc != 0 || ctx.refused) {
     if (ctx.refused)
       throw MemoryError("DEVICE_MEMORY_EXHAUSTED: program '" + p.name() + "' asked for " +

@@ -404,18 +404,33 @@ class Lowering {
       else hs.prefetch(funcs_.at(pf.tensor), at, at, pf.distance);
     }
     if (ss.device != "cpu") {
-      const Halide::DeviceAPI api = ss.device == "cuda" ? Halide::DeviceAPI::CUDA : Halide::DeviceAPI::OpenCL;
-      auto v = [&](const std::vector<std::string>& n, size_t k) { return Halide::VarOrRVar(n[k], false); };
-      const auto& b = ss.gpu.blocks;
-      const auto& th = ss.gpu.threads;
-      if (b.size() == 1) f.gpu_blocks(v(b, 0), api);
-      if (b.size() == 2) f.gpu_blocks(v(b, 1), v(b, 0), api);
-      if (b.size() == 3) f.gpu_blocks(v(b, 2), v(b, 1), v(b, 0), api);
-      if (th.size() == 1) f.gpu_threads(v(th, 0), api);
-      if (th.size() == 2) f.gpu_threads(v(th, 1), v(th, 0), api);
-      if (th.size() == 3) f.gpu_threads(v(th, 2), v(th, 1), v(th, 0), api);
-      if (th.empty() && b.empty()) f.gpu_single_thread(api);
+      map_to_gpu(Halide::Stage(f), ss);
+      // A reduction's update runs on the device too when its loops carry the
+      // same GPU loop names (tile its pure dims like the pure definition);
+      // otherwise Halide runs it on the host, copying the buffer across.
+      if (has_update && ss.update) {
+        const auto nest = loop_nest(st, *ss.update, true);
+        bool all = true;
+        for (const auto* names : {&ss.gpu.blocks, &ss.gpu.threads})
+          for (const auto& n : *names)
+            all = all && std::any_of(nest.begin(), nest.end(), [&](const Loop& l) { return l.name == n; });
+        if (all) map_to_gpu(f.update(0), ss);
+      }
     }
+  }
+
+  void map_to_gpu(Halide::Stage hs, const StageSchedule& ss) {
+    const Halide::DeviceAPI api = ss.device == "cuda" ? Halide::DeviceAPI::CUDA : Halide::DeviceAPI::OpenCL;
+    auto v = [&](const std::vector<std::string>& n, size_t k) { return Halide::VarOrRVar(n[k], false); };
+    const auto& b = ss.gpu.blocks;
+    const auto& th = ss.gpu.threads;
+    if (b.size() == 1) hs.gpu_blocks(v(b, 0), api);
+    if (b.size() == 2) hs.gpu_blocks(v(b, 1), v(b, 0), api);
+    if (b.size() == 3) hs.gpu_blocks(v(b, 2), v(b, 1), v(b, 0), api);
+    if (th.size() == 1) hs.gpu_threads(v(th, 0), api);
+    if (th.size() == 2) hs.gpu_threads(v(th, 1), v(th, 0), api);
+    if (th.size() == 3) hs.gpu_threads(v(th, 2), v(th, 1), v(th, 0), api);
+    if (th.empty() && b.empty()) hs.gpu_single_thread(api);
   }
 
   const Program& p_;

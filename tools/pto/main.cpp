@@ -6,7 +6,8 @@
 //   pto schedule <program>          print the default schedule as JSON
 //   pto explain <program>           print the loop nest a schedule produces
 //   pto run <program>               JIT-compile, run on random data, check, time
-//   pto gen <program> --out DIR     emit a static library + headers
+//   pto gen <program>... --out DIR  emit static libraries + headers (one per
+//                                   target, or one with --dispatch), or a runtime
 //
 // <program> is a workload name (see `pto workloads`) or a program .json file;
 // --set NAME=VALUE changes a workload size (0 makes it symbolic).
@@ -17,6 +18,7 @@
 #include <random>
 
 #include "backends/Generator.h"
+#include "tools/pto/GenCommand.h"
 #include "backends/Jit.h"
 #include "backends/Timing.h"
 #include "dsl/Analysis.h"
@@ -151,12 +153,16 @@ int main(int argc, char** argv) {
   run_c.add(run);
   run->add_option("--reps", reps, "timed repetitions (at least)");
 
-  Common gen_c;
-  std::string out_dir, lib_name;
-  auto* gen = app.add_subcommand("gen", "emit a static library + headers for one target");
-  gen_c.add(gen);
-  gen->add_option("--out,-o", out_dir, "output directory")->required();
-  gen->add_option("--name,-n", lib_name, "library / function name (default: the program name)");
+  std::vector<std::string> gen_programs, gen_sets;
+  std::string gen_schedule = "default";
+  pto::cli::GenOptions gen_o;
+  auto* gen = app.add_subcommand("gen", "emit static libraries + headers (per target, or multi-target with --dispatch)");
+  gen->add_option("program", gen_programs,
+                  "workload names or program .json files; with one program the C function is the library name, "
+                  "with several <library>_<program>");
+  gen->add_option("--set", gen_sets, "workload size NAME=VALUE (0 = symbolic)");
+  gen->add_option("--schedule,-s", gen_schedule, "schedule .json file, 'default' or 'plain' (one program)");
+  gen_o.add(gen);
 
   CLI11_PARSE(app, argc, argv);
   try {
@@ -184,11 +190,18 @@ int main(int argc, char** argv) {
     } else if (app.got_subcommand("run")) {
       return cmd_run(run_c, reps);
     } else if (app.got_subcommand("gen")) {
-      const Program p = load_program(gen_c.program, parse_sizes(gen_c.sets));
-      const Target t = parse_target(gen_c.target);
-      const Schedule s = pick_schedule(gen_c.schedule, p, t);
-      const auto lib = generate_library(p, s, t, out_dir, lib_name.empty() ? p.name() : lib_name);
-      std::printf("wrote %s\n      %s\n      %s\n", lib.library.c_str(), lib.halide_header.c_str(), lib.header.c_str());
+      std::vector<KernelSpec> kernels;
+      if (gen_programs.empty() && !gen_o.runtime_only) throw Error("pto gen: give at least one program");
+      for (const auto& prog : gen_programs) {
+        const Program p = load_program(prog, parse_sizes(gen_sets));
+        kernels.push_back({gen_programs.size() == 1 && !gen_o.name.empty() ? gen_o.name : p.name(), p, {}});
+      }
+      if (gen_o.name.empty() && kernels.size() == 1) gen_o.name = kernels[0].name;
+      if (gen_schedule != "default") {
+        if (kernels.size() != 1) throw Error("pto gen: --schedule needs exactly one program; use --schedules for several");
+        kernels[0].schedules["*"] = pick_schedule(gen_schedule, kernels[0].program, parse_target("host"));
+      }
+      pto::cli::run_gen(std::move(kernels), gen_o);
     }
   } catch (const pto::Error& e) {
     std::fprintf(stderr, "pto: error: %s\n", e.what());

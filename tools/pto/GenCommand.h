@@ -1,0 +1,56 @@
+// The options and action shared by `pto gen` and generator programs
+// (PTO_GENERATOR_MAIN): which targets, one multi-target library or one per
+// target, runtime embedded or separate, schedules from a file.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "backends/GeneratorRegistry.h"
+
+namespace pto::cli {
+
+struct GenOptions {
+  std::string out_dir, name, targets = "host", schedules;
+  bool dispatch = false, no_runtime = false, runtime_only = false;
+
+  void add(CLI::App* c) {
+    c->add_option("--out,-o", out_dir, "output directory")->required();
+    c->add_option("--name,-n", name, "library name (a C identifier)");
+    c->add_option("--target,--targets,-t", targets,
+                  "target or comma-separated targets (host, x86-64-avx2, x86-64-avx512, x86-64-sapphirerapids, "
+                  "arm-64-linux, cuda, opencl, host-opencl, ...)");
+    c->add_flag("--dispatch", dispatch, "several CPU targets -> one library with runtime CPU-feature dispatch "
+                                        "(default: one library per target)");
+    c->add_flag("--no-runtime", no_runtime, "leave the Halide runtime out; link one from `--runtime-only` "
+                                            "(shared by several libraries)");
+    c->add_flag("--runtime-only", runtime_only, "emit only a Halide runtime library <name>.a for --targets");
+    c->add_option("--schedules", schedules, "JSON file {\"<kernel>\": <schedule> | {\"<target>\": <schedule>}}");
+  }
+};
+
+// Generates the libraries (or the runtime) and prints what was written.
+inline void run_gen(std::vector<KernelSpec> kernels, const GenOptions& o) {
+  if (o.name.empty()) throw Error("--name is required");
+  const std::vector<Target> targets = parse_targets(o.targets);
+  if (o.runtime_only) {
+    std::printf("wrote %s\n", generate_runtime(targets, o.out_dir, o.name).c_str());
+    return;
+  }
+  if (!o.schedules.empty()) apply_schedule_file(o.schedules, kernels);
+  LibraryOptions lo;
+  lo.name = o.name;
+  lo.targets = targets;
+  lo.dispatch = o.dispatch;
+  lo.embed_runtime = !o.no_runtime;
+  for (const GeneratedLibrary& lib : generate_libraries(kernels, lo, o.out_dir)) {
+    std::printf("wrote %s (", lib.library.c_str());
+    for (size_t i = 0; i < lib.variants.size(); ++i) std::printf("%s%s", i ? ", " : "", lib.variants[i].c_str());
+    std::printf(")\n      %s\n", lib.header.c_str());
+    for (const auto& h : lib.halide_headers) std::printf("      %s\n", h.c_str());
+  }
+}
+
+}  // namespace pto::cli
