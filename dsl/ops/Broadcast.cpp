@@ -80,15 +80,21 @@ std::vector<int> normalize_axes(const std::string& op, const std::vector<int>& a
 
 Expr element_count(Program p, const std::string& prefix, const std::vector<Dim>& dims, DType t) {
   double n = 1;
-  std::vector<RVar> rvars;
+  Expr count;
   for (const Dim& d : dims) {
-    if (d.is_symbolic()) rvars.push_back({"r" + std::to_string(rvars.size()), d});
-    else n *= static_cast<double>(d.value);
+    if (!d.is_symbolic()) {
+      n *= static_cast<double>(d.value);
+      continue;
+    }
+    // max over r < d of (r + 1) is d. (A sum of ones would not reference r, and
+    // Halide then runs the reduction once.)
+    const Tensor c = p.define_reduce(p.unique_name(prefix + "_count"), {}, {}, ReduceOp::Max, {{"r", d}},
+                                     cast(t, var("r") + 1), OpKind::Reduction, "count");
+    const Expr e = c(std::vector<Expr>{});
+    count = count.defined() ? count * e : e;
   }
-  if (rvars.empty()) return make_const(n, t);
-  const Tensor c = p.define_reduce(p.unique_name(prefix + "_count"), {}, {}, ReduceOp::Sum, rvars, make_const(n, t),
-                                   OpKind::Reduction, "count");
-  return c(std::vector<Expr>{});
+  const Expr k = make_const(n, t);
+  return count.defined() ? (n == 1 ? count : count * k) : k;
 }
 
 void require_float(const std::string& op, const Tensor& x) {
