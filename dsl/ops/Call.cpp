@@ -206,13 +206,9 @@ std::map<std::string, Entry> build() {
   t["concat"] = {1, 64, [](const Ins& in, Attrs& a, const std::string& n) { return concat(in, a.get<int>("axis", 0), n); }};
   t["stack"] = {1, 64, [](const Ins& in, Attrs& a, const std::string& n) { return stack(in, a.get<int>("axis", 0), n); }};
   t["split"] = {1, 1, [](const Ins& in, Attrs& a, const std::string& n) {
-                  const auto parts = split(in[0], a.get<int>("axis", 0), a.get<std::vector<int64_t>>("sizes", {}),
-                                           a.get<int>("num", 0), n);
                   const int i = a.get<int>("index", 0);
-                  if (i < 0 || i >= static_cast<int>(parts.size()))
-                    throw DefinitionError("split: index " + std::to_string(i) + " is out of range for " +
-                                          std::to_string(parts.size()) + " pieces");
-                  return parts[static_cast<size_t>(i)];
+                  if (i < 0) throw DefinitionError("split: index " + std::to_string(i) + " must be >= 0");
+                  return split(in[0], a.get<int>("axis", 0), a.get<std::vector<int64_t>>("sizes", {}), a.get<int>("num", 0), n, i)[0];
                 }};
   t["pad"] = {1, 1, [](const Ins& in, Attrs& a, const std::string& n) {
                 return pad(in[0], a.req<std::vector<int64_t>>("pads"), a.get<std::string>("mode", "constant"),

@@ -336,7 +336,8 @@ Tensor stack(const std::vector<Tensor>& xs, int axis, const std::string& name) {
   return place("stack", xs, axis, true, name);
 }
 
-std::vector<Tensor> split(const Tensor& x, int axis, std::vector<int64_t> sizes, int num, const std::string& name) {
+std::vector<Tensor> split(const Tensor& x, int axis, std::vector<int64_t> sizes, int num, const std::string& name,
+                          int only) {
   const std::string op = "split";
   const int a = normalize_axis(op, axis, x.rank());
   const int64_t n = static_dim(op, x, a);
@@ -359,8 +360,12 @@ std::vector<Tensor> split(const Tensor& x, int axis, std::vector<int64_t> sizes,
   pick(p, name, op, base);
   std::vector<Tensor> out;
   int64_t start = 0;
+  if (only >= static_cast<int>(sizes.size()))
+    throw ShapeError(op + ": index " + std::to_string(only) + " is out of range for " + std::to_string(sizes.size()) +
+                     " pieces");
   for (size_t k = 0; k < sizes.size(); ++k) {
-    out.push_back(slice_impl(op, x, {start}, {start + sizes[k]}, {a}, {1}, p.unique_name(base + "_" + std::to_string(k))));
+    if (only < 0) out.push_back(slice_impl(op, x, {start}, {start + sizes[k]}, {a}, {1}, p.unique_name(base + "_" + std::to_string(k))));
+    else if (static_cast<int>(k) == only) out.push_back(slice_impl(op, x, {start}, {start + sizes[k]}, {a}, {1}, base));
     start += sizes[k];
   }
   return out;
@@ -487,7 +492,7 @@ Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, in
                                       select(hit, var("r"), Expr(-1)), OpKind::DataMovement, op);
   std::vector<Expr> ui = ii;
   const Expr src = last(vars_of(vars));
-  ui[static_cast<size_t>(a)] = max(src, 0);
+  ui[static_cast<size_t>(a)] = clamp(src, 0, static_cast<int>(static_dim(op, indices, a) - 1));
   return p.define(out, vars, x.shape(), select(src >= 0, updates(ui), x(vars_of(vars))), OpKind::DataMovement, op);
 }
 

@@ -239,9 +239,10 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape, const std::string& name
 Tensor slice(const Tensor& x, std::vector<int64_t> starts, std::vector<int64_t> ends, std::vector<int> axes = {},
              std::vector<int64_t> steps = {}, const std::string& name = "");
 Tensor concat(const std::vector<Tensor>& xs, int axis, const std::string& name = "");
-// Splits into pieces of `sizes` along axis (or `num` equal pieces when sizes is empty).
+// Splits into pieces of `sizes` along axis (or `num` equal pieces when sizes is
+// empty), named <name>_0, <name>_1, ...; with `only` >= 0 just that piece, named `name`.
 std::vector<Tensor> split(const Tensor& x, int axis, std::vector<int64_t> sizes, int num = 0,
-                          const std::string& name = "");
+                          const std::string& name = "", int only = -1);
 Tensor stack(const std::vector<Tensor>& xs, int axis = 0, const std::string& name = "");
 // pads: [before_0, ..., before_r-1, after_0, ..., after_r-1] (ONNX); mode constant/reflect/edge.
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, const std::string& mode = "constant", double value = 0,
