@@ -55,3 +55,59 @@ Tensor map(const std::string& op, const std::vector<Tensor>& inputs,
 }
 
 }  // namespace pto::ops
+
+namespace pto::ops {
+
+std::vector<Expr> vars_of(const std::vector<std::string>& names) {
+  std::vector<Expr> v;
+  for (const auto& n : names) v.push_back(var(n));
+  return v;
+}
+
+std::vector<int> normalize_axes(const std::string& op, const std::vector<int>& axes, int rank, bool empty_means_all) {
+  std::vector<int> r;
+  if (axes.empty() && empty_means_all)
+    for (int a = 0; a < rank; ++a) r.push_back(a);
+  for (int a : axes) {
+    const int n = normalize_axis(op, a, rank);
+    if (std::find(r.begin(), r.end(), n) != r.end())
+      throw ShapeError(op + ": axis " + std::to_string(a) + " is given twice");
+    r.push_back(n);
+  }
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+Expr element_count(Program p, const std::string& prefix, const std::vector<Dim>& dims, DType t) {
+  double n = 1;
+  Expr count;
+  for (const Dim& d : dims) {
+    if (!d.is_symbolic()) {
+      n *= static_cast<double>(d.value);
+      continue;
+    }
+    // max over r < d of (r + 1) is d. (A sum of ones would not reference r, and
+    // Halide then runs the reduction once.)
+    const Tensor c = p.define_reduce(p.unique_name(prefix + "_count"), {}, {}, ReduceOp::Max, {{"r", d}},
+                                     cast(t, var("r") + 1), OpKind::Reduction, "count");
+    const Expr e = c(std::vector<Expr>{});
+    count = count.defined() ? count * e : e;
+  }
+  const Expr k = make_const(n, t);
+  return count.defined() ? (n == 1 ? count : count * k) : k;
+}
+
+void require_float(const std::string& op, const Tensor& x) {
+  if (!is_float(x.dtype()))
+    throw DTypeError(op + ": input '" + x.name() + "' must be floating point, is " + std::string(to_string(x.dtype())));
+}
+
+int64_t static_dim(const std::string& op, const Tensor& x, int axis) {
+  const Dim& d = x.shape()[static_cast<size_t>(axis)];
+  if (d.is_symbolic())
+    throw ShapeError(op + ": dim " + std::to_string(axis) + " of '" + x.name() + "' must be static, is symbolic '" +
+                     d.sym + "'");
+  return d.value;
+}
+
+}  // namespace pto::ops

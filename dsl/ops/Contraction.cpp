@@ -1,4 +1,8 @@
-// Contractions: matmul (numpy semantics, batch broadcasting) and linear.
+// Contractions: matmul (numpy semantics, batch broadcasting), linear and einsum.
+#include <algorithm>
+#include <cctype>
+#include <map>
+
 #include "dsl/ops/Ops.h"
 
 namespace pto::ops {
@@ -77,6 +81,97 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, const std::stri
   std::vector<Expr> im;
   for (const auto& v : vars) im.push_back(var(v));
   return p.define(out_name, vars, out, mm(im) + b(o), OpKind::Elementwise, "linear");
+}
+
+}  // namespace pto::ops
+
+namespace pto::ops {
+
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands, const std::string& name) {
+  const std::string op = "einsum";
+  if (operands.empty()) throw DefinitionError(op + ": needs at least one operand");
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ') eq += c;
+  if (eq.find("...") != std::string::npos)
+    throw DefinitionError(op + ": ellipsis in '" + equation + "' is not supported; spell out the dims");
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t s = 0;;) {
+    const size_t c = lhs.find(',', s);
+    terms.push_back(lhs.substr(s, c == std::string::npos ? std::string::npos : c - s));
+    if (c == std::string::npos) break;
+    s = c + 1;
+  }
+  if (terms.size() != operands.size())
+    throw DefinitionError(op + ": equation '" + equation + "' has " + std::to_string(terms.size()) + " operands, got " +
+                          std::to_string(operands.size()) + " tensors");
+  std::map<char, Dim> size;
+  std::map<char, int> count;
+  std::string order;  // letters in first-appearance order
+  for (size_t t = 0; t < terms.size(); ++t) {
+    const Tensor& x = operands[t];
+    if (!x.program().same_as(operands[0].program()))
+      throw DefinitionError(op + ": operands belong to different programs");
+    if (x.dtype() != operands[0].dtype())
+      throw DTypeError(op + ": operand '" + x.name() + "' is " + std::string(to_string(x.dtype())) + " but '" +
+                       operands[0].name() + "' is " + std::string(to_string(operands[0].dtype())));
+    if (static_cast<int>(terms[t].size()) != x.rank())
+      throw ShapeError(op + ": subscripts '" + terms[t] + "' have " + std::to_string(terms[t].size()) +
+                       " letters but operand '" + x.name() + "' has rank " + std::to_string(x.rank()));
+    for (size_t k = 0; k < terms[t].size(); ++k) {
+      const char c = terms[t][k];
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        throw DefinitionError(op + ": bad subscript '" + std::string(1, c) + "' in '" + equation + "'");
+      const Dim& d = x.shape()[k];
+      if (!size.count(c)) {
+        size[c] = d;
+        order += c;
+      } else if (size[c] != d) {
+        if (size[c].is_one()) size[c] = d;  // size-1 dims broadcast
+        else if (!d.is_one())
+          throw ShapeError(op + ": subscript '" + std::string(1, c) + "' is " + size[c].str() + " in one operand and " +
+                           d.str() + " in '" + x.name() + "'");
+      }
+      ++count[c];
+    }
+  }
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = eq.substr(arrow + 2);
+    for (char c : out) {
+      if (!size.count(c))
+        throw DefinitionError(op + ": output subscript '" + std::string(1, c) + "' appears in no input of '" + equation + "'");
+      if (std::count(out.begin(), out.end(), c) > 1)
+        throw DefinitionError(op + ": output subscript '" + std::string(1, c) + "' repeats in '" + equation + "'");
+    }
+  } else {  // implicit mode: letters that appear once, alphabetically
+    for (const auto& [c, n] : count)
+      if (n == 1) out += c;
+  }
+  auto vname = [](char c) { return std::string("e_") + c; };
+  std::vector<std::string> vars;
+  Shape shape;
+  for (char c : out) {
+    vars.push_back(vname(c));
+    shape.push_back(size[c]);
+  }
+  std::vector<RVar> rvars;
+  for (char c : order)
+    if (out.find(c) == std::string::npos) rvars.push_back({vname(c), size[c]});
+  Expr body;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    std::vector<Expr> idx;
+    for (size_t k = 0; k < terms[t].size(); ++k)
+      idx.push_back(operands[t].shape()[k].is_one() ? Expr(0) : var(vname(terms[t][k])));
+    const Expr a = operands[t](idx);
+    body = body.defined() ? body * a : a;
+  }
+  Program p = operands[0].program();
+  const std::string n = name.empty() ? p.unique_name(op) : name;
+  if (rvars.empty()) return p.define(n, vars, shape, body, OpKind::Contraction, op);
+  return p.define_reduce(n, vars, shape, ReduceOp::Sum, rvars, body, OpKind::Contraction, op);
 }
 
 }  // namespace pto::ops

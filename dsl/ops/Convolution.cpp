@@ -1,27 +1,52 @@
-// Convolutions. Padding is folded into the access as a guarded read (zero
-// outside the image), so no padded copy is materialized unless a schedule asks.
+// Convolutions over 1-3 spatial dims (channels-first or channels-last
+// activations; groups, including depthwise) and the transposed 2-D
+// convolution. Padding is folded into the access as a guarded read (zero
+// outside the image, the index clamped so the read stays in bounds), so no
+// padded copy is materialized unless a schedule asks. Spatial and channel dims
+// must be static (output sizes depend on them); the batch dim may be symbolic.
 #include "dsl/ops/Ops.h"
 
 namespace pto::ops {
+namespace {
 
-Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int, 2> stride,
-              std::array<int, 2> padding, std::array<int, 2> dilation, int groups, const std::string& name) {
-  const std::string op = "conv2d";
-  if (x.rank() != 4) throw ShapeError(op + ": input '" + x.name() + "' must be NCHW (rank 4), got " + to_string(x.shape()));
-  if (w.rank() != 4) throw ShapeError(op + ": weight '" + w.name() + "' must be [O, C/groups, KH, KW], got " + to_string(w.shape()));
+std::vector<int> per_dim(const std::string& op, const char* what, std::vector<int> v, int spatial, int def, int min) {
+  if (v.empty()) v.assign(static_cast<size_t>(spatial), def);
+  if (v.size() == 1 && spatial > 1) v.assign(static_cast<size_t>(spatial), v[0]);
+  if (static_cast<int>(v.size()) != spatial)
+    throw ShapeError(op + ": " + what + " needs " + std::to_string(spatial) + " values, got " + std::to_string(v.size()));
+  for (int x : v)
+    if (x < min)
+      throw ShapeError(op + ": " + what + " " + std::to_string(x) + " must be >= " + std::to_string(min));
+  return v;
+}
+
+}  // namespace
+
+Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w, const Tensor& b,
+            const ConvParams& params, const std::string& name) {
+  const int r = spatial + 2;
+  const bool last = params.layout == "NHWC" || params.layout == "NWC" || params.layout == "NDHWC";
+  const bool first = params.layout == "NCHW" || params.layout == "NCW" || params.layout == "NCDHW";
+  if (!last && !first)
+    throw ShapeError(op + ": layout '" + params.layout + "' is not one of NCHW (channels first), NHWC (channels last)");
+  if (x.rank() != r)
+    throw ShapeError(op + ": input '" + x.name() + "' must have rank " + std::to_string(r) + " (" + params.layout +
+                     "), got " + to_string(x.shape()));
+  if (w.rank() != r)
+    throw ShapeError(op + ": weight '" + w.name() + "' must be [O, C/groups, k...] (rank " + std::to_string(r) +
+                     "), got " + to_string(w.shape()));
   if (x.dtype() != w.dtype())
-    throw DTypeError(op + ": input is " + std::string(to_string(x.dtype())) + " but weight is " + std::string(to_string(w.dtype())));
-  for (int k = 0; k < 2; ++k) {
-    if (stride[k] < 1) throw ShapeError(op + ": stride " + std::to_string(stride[k]) + " must be >= 1");
-    if (dilation[k] < 1) throw ShapeError(op + ": dilation " + std::to_string(dilation[k]) + " must be >= 1");
-    if (padding[k] < 0) throw ShapeError(op + ": padding " + std::to_string(padding[k]) + " must be >= 0");
-  }
-  for (size_t k = 1; k < 4; ++k)
-    if (x.shape()[k].is_symbolic()) throw ShapeError(op + ": dim " + std::to_string(k) + " of '" + x.name() + "' must be static");
-  for (size_t k = 0; k < 4; ++k)
-    if (w.shape()[k].is_symbolic()) throw ShapeError(op + ": weight dims must be static");
-  const int64_t C = x.shape()[1].value, H = x.shape()[2].value, W = x.shape()[3].value;
-  const int64_t O = w.shape()[0].value, Cg = w.shape()[1].value, KH = w.shape()[2].value, KW = w.shape()[3].value;
+    throw DTypeError(op + ": input '" + x.name() + "' is " + std::string(to_string(x.dtype())) + " but weight '" +
+                     w.name() + "' is " + std::string(to_string(w.dtype())));
+  const auto stride = per_dim(op, "stride", params.stride, spatial, 1, 1);
+  const auto dilation = per_dim(op, "dilation", params.dilation, spatial, 1, 1);
+  const auto padding = per_dim(op, "padding", params.padding, spatial, 0, 0);
+  const int cax = last ? r - 1 : 1;                 // channel axis of x
+  auto sax = [&](int s) { return last ? 1 + s : 2 + s; };  // spatial axis s of x
+  const int64_t C = static_dim(op, x, cax);
+  for (int k = 0; k < r; ++k) static_dim(op, w, k);
+  const int64_t O = w.shape()[0].value, Cg = w.shape()[1].value;
+  const int groups = params.groups;
   if (groups < 1 || C % groups || O % groups)
     throw ShapeError(op + ": groups " + std::to_string(groups) + " must divide input channels " + std::to_string(C) +
                      " and output channels " + std::to_string(O));
@@ -30,26 +55,114 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int,
                      x.name() + "' has " + std::to_string(C) + " channels in " + std::to_string(groups) + " groups");
   if (b.defined() && (b.rank() != 1 || b.shape()[0] != Dim(O)))
     throw ShapeError(op + ": bias '" + b.name() + "' must be [" + std::to_string(O) + "], got " + to_string(b.shape()));
-  const int64_t OH = (H + 2 * padding[0] - dilation[0] * (KH - 1) - 1) / stride[0] + 1;
-  const int64_t OW = (W + 2 * padding[1] - dilation[1] * (KW - 1) - 1) / stride[1] + 1;
-  if (OH < 1 || OW < 1)
-    throw ShapeError(op + ": kernel " + std::to_string(KH) + "x" + std::to_string(KW) + " does not fit input " +
-                     std::to_string(H) + "x" + std::to_string(W) + " with this padding/dilation");
+
+  static const char* const kS[] = {"z", "y", "x"};
+  const int s0 = 3 - spatial;  // spatial dims are named from the innermost: x, or y x, or z y x
+  std::vector<std::string> ovars{"n"};
+  Shape oshape{x.shape()[0]};
+  if (!last) ovars.push_back("o"), oshape.push_back(O);
+  std::vector<Expr> xi(static_cast<size_t>(r));
+  xi[0] = var("n");
+  const Expr o = var("o");
+  xi[static_cast<size_t>(cax)] = (o / static_cast<int>(O / groups)) * static_cast<int>(Cg) + var("c");
+  std::vector<RVar> rvars{{"c", Cg}};
+  std::vector<Expr> wi{o, var("c")};
+  Expr inside;
+  for (int s = 0; s < spatial; ++s) {
+    const int64_t in = static_dim(op, x, sax(s)), k = w.shape()[static_cast<size_t>(2 + s)].value;
+    const int64_t out = (in + 2 * padding[s] - dilation[s] * (k - 1) - 1) / stride[s] + 1;
+    if (in + 2 * padding[s] - dilation[s] * (k - 1) - 1 < 0)
+      throw ShapeError(op + ": kernel " + std::to_string(k) + " (dilation " + std::to_string(dilation[s]) +
+                       ") does not fit input size " + std::to_string(in) + " with padding " + std::to_string(padding[s]) +
+                       " in spatial dim " + std::to_string(s));
+    const std::string v = kS[s0 + s], kv = std::string("k") + kS[s0 + s];
+    ovars.push_back(v);
+    oshape.push_back(out);
+    rvars.push_back({kv, k});
+    wi.push_back(var(kv));
+    const Expr pos = var(v) * stride[s] + var(kv) * dilation[s] - padding[s];
+    xi[static_cast<size_t>(sax(s))] = clamp(pos, 0, static_cast<int>(in - 1));
+    if (padding[s]) {
+      const Expr ok = pos >= 0 && pos < static_cast<int>(in);
+      inside = inside.defined() ? (inside && ok) : ok;
+    }
+  }
+  if (last) ovars.push_back("o"), oshape.push_back(O);
+  Expr xv = x(xi);
+  if (inside.defined()) xv = select(inside, xv, make_const(0, x.dtype()));
+  Program p = x.program();
+  const std::string out = name.empty() ? p.unique_name(op) : name;
+  const Tensor acc = p.define_reduce(b.defined() ? p.unique_name(out + "_acc") : out, ovars, oshape, ReduceOp::Sum,
+                                     rvars, xv * w(wi), OpKind::Convolution, op);
+  if (!b.defined()) return acc;
+  return p.define(out, ovars, oshape, acc(vars_of(ovars)) + b(o), OpKind::Elementwise, op);
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& params, const std::string& name) {
+  return conv("conv1d", 1, x, w, b, params, name);
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int, 2> stride,
+              std::array<int, 2> padding, std::array<int, 2> dilation, int groups, const std::string& name) {
+  ConvParams cp;
+  cp.stride = {stride[0], stride[1]};
+  cp.padding = {padding[0], padding[1]};
+  cp.dilation = {dilation[0], dilation[1]};
+  cp.groups = groups;
+  return conv("conv2d", 2, x, w, b, cp, name);
+}
+
+Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& params, const std::string& name) {
+  return conv("conv3d", 3, x, w, b, params, name);
+}
+
+// out[n, o, y, x] = sum over c in o's group, ky, kx of
+//   in[n, c, iy, ix] * w[c, o % Og, ky, kx]   where y = iy * stride - pad + ky * dil
+// i.e. iy = (y + pad - ky * dil) / stride when that divides exactly and is in range.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int, 2> stride,
+                        std::array<int, 2> padding, std::array<int, 2> output_padding, std::array<int, 2> dilation,
+                        int groups, const std::string& name) {
+  const std::string op = "conv_transpose2d";
+  if (x.rank() != 4) throw ShapeError(op + ": input '" + x.name() + "' must be NCHW (rank 4), got " + to_string(x.shape()));
+  if (w.rank() != 4)
+    throw ShapeError(op + ": weight '" + w.name() + "' must be [C, O/groups, KH, KW], got " + to_string(w.shape()));
+  if (x.dtype() != w.dtype())
+    throw DTypeError(op + ": input is " + std::string(to_string(x.dtype())) + " but weight is " + std::string(to_string(w.dtype())));
+  for (int k = 0; k < 2; ++k) {
+    if (stride[k] < 1) throw ShapeError(op + ": stride " + std::to_string(stride[k]) + " must be >= 1");
+    if (dilation[k] < 1) throw ShapeError(op + ": dilation " + std::to_string(dilation[k]) + " must be >= 1");
+    if (padding[k] < 0) throw ShapeError(op + ": padding " + std::to_string(padding[k]) + " must be >= 0");
+    if (output_padding[k] < 0 || output_padding[k] >= std::max(stride[k], dilation[k]))
+      throw ShapeError(op + ": output_padding " + std::to_string(output_padding[k]) +
+                       " must be >= 0 and smaller than stride or dilation");
+  }
+  const int64_t C = static_dim(op, x, 1), H = static_dim(op, x, 2), W = static_dim(op, x, 3);
+  for (int k = 0; k < 4; ++k) static_dim(op, w, k);
+  const int64_t Cw = w.shape()[0].value, Og = w.shape()[1].value, KH = w.shape()[2].value, KW = w.shape()[3].value;
+  if (groups < 1 || C % groups)
+    throw ShapeError(op + ": groups " + std::to_string(groups) + " must divide input channels " + std::to_string(C));
+  if (Cw != C)
+    throw ShapeError(op + ": weight '" + w.name() + "' has " + std::to_string(Cw) + " input channels; input '" + x.name() +
+                     "' has " + std::to_string(C));
+  const int64_t O = Og * groups, Cg = C / groups;
+  if (b.defined() && (b.rank() != 1 || b.shape()[0] != Dim(O)))
+    throw ShapeError(op + ": bias '" + b.name() + "' must be [" + std::to_string(O) + "], got " + to_string(b.shape()));
+  const int64_t OH = (H - 1) * stride[0] - 2 * padding[0] + dilation[0] * (KH - 1) + output_padding[0] + 1;
+  const int64_t OW = (W - 1) * stride[1] - 2 * padding[1] + dilation[1] * (KW - 1) + output_padding[1] + 1;
+  if (OH < 1 || OW < 1) throw ShapeError(op + ": padding leaves an empty output");
   Program p = x.program();
   const std::string out = name.empty() ? p.unique_name(op) : name;
   const Expr n = var("n"), o = var("o"), y = var("y"), xx = var("x"), c = var("c"), ky = var("ky"), kx = var("kx");
-  const Expr iy = y * stride[0] + ky * dilation[0] - padding[0];
-  const Expr ix = xx * stride[1] + kx * dilation[1] - padding[1];
-  const Expr ic = (o / static_cast<int>(O / groups)) * static_cast<int>(Cg) + c;
-  Expr in = x(n, ic, clamp(iy, 0, static_cast<int>(H - 1)), clamp(ix, 0, static_cast<int>(W - 1)));
-  if (padding[0] || padding[1]) {
-    const Expr inside = iy >= 0 && iy < static_cast<int>(H) && ix >= 0 && ix < static_cast<int>(W);
-    in = select(inside, in, make_const(0, x.dtype()));
-  }
+  const Expr ty = y + padding[0] - ky * dilation[0], tx = xx + padding[1] - kx * dilation[1];
+  const Expr iy = ty / stride[0], ix = tx / stride[1];
+  const Expr ok = ty >= 0 && tx >= 0 && ty % stride[0] == 0 && tx % stride[1] == 0 && iy < static_cast<int>(H) &&
+                  ix < static_cast<int>(W);
+  const Expr ic = (o / static_cast<int>(Og)) * static_cast<int>(Cg) + c;
+  const Expr in = x(n, ic, clamp(iy, 0, static_cast<int>(H - 1)), clamp(ix, 0, static_cast<int>(W - 1)));
+  const Expr val = select(ok, in, make_const(0, x.dtype())) * w(ic, o % static_cast<int>(Og), ky, kx);
   const Shape oshape{x.shape()[0], O, OH, OW};
   const Tensor acc = p.define_reduce(b.defined() ? p.unique_name(out + "_acc") : out, {"n", "o", "y", "x"}, oshape,
-                                     ReduceOp::Sum, {{"c", Cg}, {"ky", KH}, {"kx", KW}}, in * w(o, c, ky, kx),
-                                     OpKind::Convolution, op);
+                                     ReduceOp::Sum, {{"c", Cg}, {"ky", KH}, {"kx", KW}}, val, OpKind::Convolution, op);
   if (!b.defined()) return acc;
   return p.define(out, {"n", "o", "y", "x"}, oshape, acc(n, o, y, xx) + b(o), OpKind::Elementwise, op);
 }

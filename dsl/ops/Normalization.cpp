@@ -1,89 +1,218 @@
-// Normalizations and the activations that need more than one stage:
-// softmax (max-subtracted, for stability), layer_norm (two-pass mean/variance)
-// and gelu.
+// Normalizations: softmax and log_softmax (max-subtracted, for stability),
+// layer_norm and rms_norm over the last dim, batch_norm (inference, running
+// statistics given), group_norm and instance_norm (statistics per sample and
+// channel group), l2_normalize. Statistics are two-pass (mean, then mean of
+// squared deviations), which is accurate where E[x^2] - E[x]^2 cancels.
+// Normalized dims may be symbolic: their size comes from element_count().
 #include <cmath>
 
 #include "dsl/ops/Ops.h"
 
 namespace pto::ops {
 namespace {
-std::vector<Expr> vars_of(const std::vector<std::string>& names) {
-  std::vector<Expr> v;
-  for (const auto& n : names) v.push_back(var(n));
-  return v;
+
+struct AxisSplit {
+  std::vector<std::string> all, rest;  // all vars; vars without the axis
+  Shape rest_shape;
+  std::vector<Expr> at_r;  // x index with the axis replaced by rvar "r"
+};
+
+AxisSplit split_axis(const Tensor& x, int a) {
+  AxisSplit s;
+  s.all = index_vars(static_cast<size_t>(x.rank()));
+  for (int k = 0; k < x.rank(); ++k)
+    if (k != a) {
+      s.rest.push_back(s.all[static_cast<size_t>(k)]);
+      s.rest_shape.push_back(x.shape()[static_cast<size_t>(k)]);
+    }
+  s.at_r = vars_of(s.all);
+  s.at_r[static_cast<size_t>(a)] = var("r");
+  return s;
 }
+
+// max over `axis` and sum of exp(x - max): the two statistics of softmax / log_softmax.
+std::pair<Tensor, Tensor> softmax_stats(Program& p, const std::string& out, const std::string& op, const Tensor& x,
+                                        int a, const AxisSplit& s, Tensor* exp_stage) {
+  const RVar rv{"r", x.shape()[static_cast<size_t>(a)]};
+  const Tensor m = p.define_reduce(p.unique_name(out + "_max"), s.rest, s.rest_shape, ReduceOp::Max, {rv}, x(s.at_r),
+                                   OpKind::Reduction, op);
+  const Tensor e = p.define(p.unique_name(out + "_exp"), s.all, x.shape(),
+                            unary(UnOp::Exp, x(vars_of(s.all)) - m(vars_of(s.rest))), OpKind::Elementwise, op);
+  const Tensor sum = p.define_reduce(p.unique_name(out + "_sum"), s.rest, s.rest_shape, ReduceOp::Sum, {rv}, e(s.at_r),
+                                     OpKind::Reduction, op);
+  *exp_stage = e;
+  return {m, sum};
+}
+
+void check_vector(const std::string& op, const Tensor& t, const Dim& d, const char* what) {
+  if (t.defined() && (t.rank() != 1 || t.shape()[0] != d))
+    throw ShapeError(op + ": " + what + " '" + t.name() + "' must have shape [" + d.str() + "], got " + to_string(t.shape()));
+}
+
+void check_eps(const std::string& op, double eps) {
+  if (!(eps >= 0)) throw ShapeError(op + ": eps must be >= 0, got " + std::to_string(eps));
+}
+
+// Statistics per (n, group) over the group's channels and all spatial dims;
+// y = (x - mean) / sqrt(var + eps) * scale[c] + bias[c].
+Tensor grouped_norm(const std::string& op, const Tensor& x, int groups, const Tensor& scale, const Tensor& bias,
+                    double eps, const std::string& name) {
+  require_float(op, x);
+  check_eps(op, eps);
+  if (x.rank() < 2) throw ShapeError(op + ": input '" + x.name() + "' must be [N, C, ...], got " + to_string(x.shape()));
+  const int64_t C = static_dim(op, x, 1);
+  if (groups < 1 || C % groups)
+    throw ShapeError(op + ": groups " + std::to_string(groups) + " must be >= 1 and divide the " + std::to_string(C) +
+                     " channels of '" + x.name() + "'");
+  check_vector(op, scale, Dim(C), "scale");
+  check_vector(op, bias, Dim(C), "bias");
+  Program p = x.program();
+  const std::string out = name.empty() ? p.unique_name(op) : name;
+  const int r = x.rank();
+  const int64_t cg = C / groups;
+  const auto all = index_vars(static_cast<size_t>(r));
+  std::vector<RVar> rvars{{"rc", cg}};
+  std::vector<Dim> counted{Dim(cg)};
+  std::vector<Expr> xi{var("n"), var("g") * static_cast<int>(cg) + var("rc")};
+  for (int k = 2; k < r; ++k) {
+    const Dim& d = x.shape()[static_cast<size_t>(k)];
+    rvars.push_back({"r" + std::to_string(k), d});
+    counted.push_back(d);
+    xi.push_back(var("r" + std::to_string(k)));
+  }
+  const DType t = x.dtype();
+  const Shape stat_shape{x.shape()[0], groups};
+  const Expr inv_n = make_const(1, t) / element_count(p, out, counted, t);
+  const Tensor mean = p.define_reduce(p.unique_name(out + "_mean"), {"n", "g"}, stat_shape, ReduceOp::Sum, rvars,
+                                      x(xi) * inv_n, OpKind::Reduction, op);
+  const Expr dev = x(xi) - mean(var("n"), var("g"));
+  const Tensor var_ = p.define_reduce(p.unique_name(out + "_var"), {"n", "g"}, stat_shape, ReduceOp::Sum, rvars,
+                                      dev * dev * inv_n, OpKind::Reduction, op);
+  const Expr c = var(all[1]);
+  const Expr g = c / static_cast<int>(cg);
+  Expr y = (x(vars_of(all)) - mean(var(all[0]), g)) / unary(UnOp::Sqrt, var_(var(all[0]), g) + make_const(eps, t));
+  if (scale.defined()) y = y * scale(c);
+  if (bias.defined()) y = y + bias(c);
+  return p.define(out, all, x.shape(), y, OpKind::Normalization, op);
+}
+
 }  // namespace
 
-Tensor gelu(const Tensor& x, bool tanh_approximation, const std::string& name) {
-  const std::string op = tanh_approximation ? "gelu_tanh" : "gelu";
-  return map(op, {x}, [&](const auto& v) {
-    const Expr& a = v[0];
-    if (tanh_approximation) {
-      const double c = std::sqrt(2.0 / M_PI);
-      return make_const(0.5, a.type()) * a *
-             (make_const(1, a.type()) + unary(UnOp::Tanh, make_const(c, a.type()) * (a + make_const(0.044715, a.type()) * a * a * a)));
-    }
-    return make_const(0.5, a.type()) * a * (make_const(1, a.type()) + unary(UnOp::Erf, a * make_const(M_SQRT1_2, a.type())));
-  }, name);
+Tensor softmax(const Tensor& x, int axis, const std::string& name) {
+  const std::string op = "softmax";
+  require_float(op, x);
+  const int a = normalize_axis(op, axis, x.rank());
+  Program p = x.program();
+  const std::string out = name.empty() ? p.unique_name(op) : name;
+  const AxisSplit s = split_axis(x, a);
+  Tensor e;
+  const auto [m, sum] = softmax_stats(p, out, op, x, a, s, &e);
+  return p.define(out, s.all, x.shape(), e(vars_of(s.all)) / sum(vars_of(s.rest)), OpKind::Normalization, op);
 }
 
-Tensor softmax(const Tensor& x, int axis, const std::string& name) {
-  if (!is_float(x.dtype())) throw DTypeError("softmax: input '" + x.name() + "' must be floating point, is " + std::string(to_string(x.dtype())));
-  const int r = x.rank();
-  const int a = normalize_axis("softmax", axis, r);
+Tensor log_softmax(const Tensor& x, int axis, const std::string& name) {
+  const std::string op = "log_softmax";
+  require_float(op, x);
+  const int a = normalize_axis(op, axis, x.rank());
   Program p = x.program();
-  const std::string out = name.empty() ? p.unique_name("softmax") : name;
-  const auto all = index_vars(static_cast<size_t>(r));
-  std::vector<std::string> rest;
-  Shape rest_shape;
-  for (int k = 0; k < r; ++k)
-    if (k != a) {
-      rest.push_back(all[static_cast<size_t>(k)]);
-      rest_shape.push_back(x.shape()[static_cast<size_t>(k)]);
-    }
-  std::vector<Expr> xr = vars_of(all);
-  xr[static_cast<size_t>(a)] = var("r");
-  const RVar rv{"r", x.shape()[static_cast<size_t>(a)]};
-  const Tensor m = p.define_reduce(p.unique_name(out + "_max"), rest, rest_shape, ReduceOp::Max, {rv}, x(xr),
-                                   OpKind::Reduction, "softmax");
-  const Tensor e = p.define(p.unique_name(out + "_exp"), all, x.shape(), unary(UnOp::Exp, x(vars_of(all)) - m(vars_of(rest))),
-                            OpKind::Elementwise, "softmax");
-  const Tensor s = p.define_reduce(p.unique_name(out + "_sum"), rest, rest_shape, ReduceOp::Sum, {rv}, e(xr),
-                                   OpKind::Reduction, "softmax");
-  return p.define(out, all, x.shape(), e(vars_of(all)) / s(vars_of(rest)), OpKind::Normalization, "softmax");
+  const std::string out = name.empty() ? p.unique_name(op) : name;
+  const AxisSplit s = split_axis(x, a);
+  Tensor e;
+  const auto [m, sum] = softmax_stats(p, out, op, x, a, s, &e);
+  const auto rest = vars_of(s.rest);
+  return p.define(out, s.all, x.shape(), x(vars_of(s.all)) - m(rest) - unary(UnOp::Log, sum(rest)),
+                  OpKind::Normalization, op);
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, const std::string& name) {
-  if (!is_float(x.dtype())) throw DTypeError("layer_norm: input '" + x.name() + "' must be floating point");
+  const std::string op = "layer_norm";
+  require_float(op, x);
   const int r = x.rank();
-  if (r < 1) throw ShapeError("layer_norm: input '" + x.name() + "' must have rank >= 1");
+  if (r < 1) throw ShapeError(op + ": input '" + x.name() + "' must have rank >= 1");
   const Dim d = x.shape().back();
-  if (d.is_symbolic()) throw ShapeError("layer_norm: the normalized dim of '" + x.name() + "' must be static, is '" + d.sym + "'");
-  for (const Tensor* t : {&gamma, &beta})
-    if (t->defined() && (t->rank() != 1 || t->shape()[0] != d))
-      throw ShapeError("layer_norm: '" + t->name() + "' must have shape [" + d.str() + "], got " + to_string(t->shape()));
-  if (eps < 0) throw ShapeError("layer_norm: eps must be >= 0, got " + std::to_string(eps));
+  check_vector(op, gamma, d, "gamma");
+  check_vector(op, beta, d, "beta");
+  check_eps(op, eps);
   Program p = x.program();
-  const std::string out = name.empty() ? p.unique_name("layer_norm") : name;
-  const auto all = index_vars(static_cast<size_t>(r));
-  const std::vector<std::string> rest(all.begin(), all.end() - 1);
-  const Shape rest_shape(x.shape().begin(), x.shape().end() - 1);
-  std::vector<Expr> xr = vars_of(all);
-  xr.back() = var("r");
+  const std::string out = name.empty() ? p.unique_name(op) : name;
+  const AxisSplit s = split_axis(x, r - 1);
   const DType t = x.dtype();
-  const Expr inv_d = make_const(1.0 / static_cast<double>(d.value), t);
+  const Expr inv_d = d.is_symbolic() ? make_const(1, t) / element_count(p, out, {d}, t)
+                                     : make_const(1.0 / static_cast<double>(d.value), t);
   const RVar rv{"r", d};
-  const Tensor mean = p.define_reduce(p.unique_name(out + "_mean"), rest, rest_shape, ReduceOp::Sum, {rv},
-                                      x(xr) * inv_d, OpKind::Reduction, "layer_norm");
-  const Expr centered_r = x(xr) - mean(vars_of(rest));
-  const Tensor var_ = p.define_reduce(p.unique_name(out + "_var"), rest, rest_shape, ReduceOp::Sum, {rv},
-                                      centered_r * centered_r * inv_d, OpKind::Reduction, "layer_norm");
-  Expr y = (x(vars_of(all)) - mean(vars_of(rest))) /
-           unary(UnOp::Sqrt, var_(vars_of(rest)) + make_const(eps, t));
-  const Expr last = var(all.back());
+  const Tensor mean = p.define_reduce(p.unique_name(out + "_mean"), s.rest, s.rest_shape, ReduceOp::Sum, {rv},
+                                      x(s.at_r) * inv_d, OpKind::Reduction, op);
+  const auto rest = vars_of(s.rest);
+  const Expr centered_r = x(s.at_r) - mean(rest);
+  const Tensor var_ = p.define_reduce(p.unique_name(out + "_var"), s.rest, s.rest_shape, ReduceOp::Sum, {rv},
+                                      centered_r * centered_r * inv_d, OpKind::Reduction, op);
+  Expr y = (x(vars_of(s.all)) - mean(rest)) / unary(UnOp::Sqrt, var_(rest) + make_const(eps, t));
+  const Expr last = var(s.all.back());
   if (gamma.defined()) y = y * gamma(last);
   if (beta.defined()) y = y + beta(last);
-  return p.define(out, all, x.shape(), y, OpKind::Normalization, "layer_norm");
+  return p.define(out, s.all, x.shape(), y, OpKind::Normalization, op);
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps, const std::string& name) {
+  const std::string op = "rms_norm";
+  require_float(op, x);
+  if (x.rank() < 1) throw ShapeError(op + ": input '" + x.name() + "' must have rank >= 1");
+  const Dim d = x.shape().back();
+  check_vector(op, gamma, d, "gamma");
+  check_eps(op, eps);
+  Program p = x.program();
+  const std::string out = name.empty() ? p.unique_name(op) : name;
+  const AxisSplit s = split_axis(x, x.rank() - 1);
+  const DType t = x.dtype();
+  const Expr inv_d = make_const(1, t) / element_count(p, out, {d}, t);
+  const Tensor ms = p.define_reduce(p.unique_name(out + "_ms"), s.rest, s.rest_shape, ReduceOp::Sum, {{"r", d}},
+                                    x(s.at_r) * x(s.at_r) * inv_d, OpKind::Reduction, op);
+  Expr y = x(vars_of(s.all)) / unary(UnOp::Sqrt, ms(vars_of(s.rest)) + make_const(eps, t));
+  if (gamma.defined()) y = y * gamma(var(s.all.back()));
+  return p.define(out, s.all, x.shape(), y, OpKind::Normalization, op);
+}
+
+Tensor batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var_,
+                  double eps, const std::string& name) {
+  const std::string op = "batch_norm";
+  require_float(op, x);
+  check_eps(op, eps);
+  if (x.rank() < 2) throw ShapeError(op + ": input '" + x.name() + "' must be [N, C, ...], got " + to_string(x.shape()));
+  const Dim c = x.shape()[1];
+  for (const auto& [t, what] : {std::pair{&scale, "scale"}, {&bias, "bias"}, {&mean, "mean"}, {&var_, "var"}}) {
+    if (!t->defined()) throw DefinitionError(op + ": " + what + " is required");
+    check_vector(op, *t, c, what);
+  }
+  Program p = x.program();
+  const auto all = index_vars(static_cast<size_t>(x.rank()));
+  const Expr ch = var(all[1]);
+  const Expr y = (x(vars_of(all)) - mean(ch)) / unary(UnOp::Sqrt, var_(ch) + make_const(eps, x.dtype())) * scale(ch) +
+                 bias(ch);
+  return p.define(name.empty() ? p.unique_name(op) : name, all, x.shape(), y, OpKind::Normalization, op);
+}
+
+Tensor group_norm(const Tensor& x, int groups, const Tensor& scale, const Tensor& bias, double eps,
+                  const std::string& name) {
+  return grouped_norm("group_norm", x, groups, scale, bias, eps, name);
+}
+
+Tensor instance_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double eps, const std::string& name) {
+  if (x.rank() < 2) throw ShapeError("instance_norm: input '" + x.name() + "' must be [N, C, ...], got " + to_string(x.shape()));
+  return grouped_norm("instance_norm", x, static_cast<int>(static_dim("instance_norm", x, 1)), scale, bias, eps, name);
+}
+
+Tensor l2_normalize(const Tensor& x, int axis, double eps, const std::string& name) {
+  const std::string op = "l2_normalize";
+  require_float(op, x);
+  check_eps(op, eps);
+  const int a = normalize_axis(op, axis, x.rank());
+  Program p = x.program();
+  const std::string out = name.empty() ? p.unique_name(op) : name;
+  const AxisSplit s = split_axis(x, a);
+  const Tensor ss = p.define_reduce(p.unique_name(out + "_ss"), s.rest, s.rest_shape, ReduceOp::Sum,
+                                    {{"r", x.shape()[static_cast<size_t>(a)]}}, x(s.at_r) * x(s.at_r), OpKind::Reduction, op);
+  const Expr norm = max(unary(UnOp::Sqrt, ss(vars_of(s.rest))), make_const(eps, x.dtype()));
+  return p.define(out, s.all, x.shape(), x(vars_of(s.all)) / norm, OpKind::Normalization, op);
 }
 
 }  // namespace pto::ops
