@@ -249,6 +249,11 @@ class Lowering {
     const Halide::Type acc = halide_type(prec.accumulate);
     ExprLowering el(vars, inputs_, funcs_, types_, compute);
     Halide::Expr body = el.lower(st.value);
+    // Halide takes an update's reduction domain from the RVars its expressions
+    // mention: a body that ignores a reduction variable (sum of a constant, a
+    // count) would silently lose that loop. Mention each one with a zero term.
+    for (int k = 0; k < rd.dimensions(); ++k)
+      body = body + Halide::cast(body.type(), rd[k] * 0);
     const ReduceOp op = *st.reduce;
     if (op == ReduceOp::ArgMin || op == ReduceOp::ArgMax) {
       Halide::Func g(st.name + "__arg");

@@ -177,3 +177,17 @@ TEST_CASE("every workload lowers correctly under plain and default schedules", "
     }
   }
 }
+
+TEST_CASE("a reduction whose body ignores its reduction variables still iterates them", "[jit][regression]") {
+  // Regression: Halide drops RDom dims that the update does not mention; sum of 1 over
+  // r < n (symbolic) and over s < 4 (static) must count n * 4, not 1.
+  Program p("count");
+  const Tensor x = p.input("X", {Dim::symbol("n"), 3});
+  p.output(p.define_reduce("C", {"j"}, {3}, ReduceOp::Sum, {{"r", Dim::symbol("n")}, {"s", 4}}, make_const(1, DType::F32)));
+  const Target t = parse_target("host");
+  const Kernel k(p, plain_schedule(p), t);
+  std::vector<float> xs(5 * 3, 0.f), out(3, -1.f);
+  k.run({{xs.data(), DType::F32, {5, 3}, {}}}, {{out.data(), DType::F32, {3}, {}}});
+  CHECK(out == std::vector<float>{20.f, 20.f, 20.f});
+  CHECK(interpret(p, {{"X", HostTensor{{5, 3}, std::vector<double>(15, 0.0)}}}).at("C").data == std::vector<double>{20, 20, 20});
+}
