@@ -98,6 +98,10 @@ class Specialization:
 
     def run(self, arrays: Sequence[np.ndarray], schedule: Schedule | None = None,
             memory_limit: int = 0) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        # Views are passed in place with their strides, except that kernels vectorize
+        # along the last axis and need it dense: only such arrays are copied.
+        arrays = [a if a.ndim == 0 or a.strides[-1] == a.itemsize or a.shape[-1] == 1
+                  else np.ascontiguousarray(a) for a in arrays]
         k = self.kernel(schedule)
         outs, stats = k.run(list(arrays), None, memory_limit)
         return dict(zip(self.program.outputs(), outs)), stats

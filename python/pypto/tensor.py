@@ -231,17 +231,19 @@ class Tensor:
         return call("matmul", o, self) if isinstance(o, Tensor) else NotImplemented
 
     # ---- reductions --------------------------------------------------------------
-    def _reduce(self, lib: str, axis: Any, keepdims: bool) -> "Tensor":
+    def _reduce(self, lib: str, axis: Any, keepdims: bool, out: Any = None) -> "Tensor":
+        if out is not None:
+            raise TypeError("out= is not supported on traced tensors (kernels return new arrays)")
         axes = [] if axis is None else ([int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis])
         return call(lib, self, axes=axes, keepdims=bool(keepdims))
 
-    def sum(self, axis=None, keepdims=False): return self._reduce("reduce_sum", axis, keepdims)
-    def mean(self, axis=None, keepdims=False): return self._reduce("reduce_mean", axis, keepdims)
-    def max(self, axis=None, keepdims=False): return self._reduce("reduce_max", axis, keepdims)
-    def min(self, axis=None, keepdims=False): return self._reduce(_require("min"), axis, keepdims)
-    def prod(self, axis=None, keepdims=False): return self._reduce(_require("prod"), axis, keepdims)
-    def var(self, axis=None, keepdims=False): return self._reduce(_require("var"), axis, keepdims)
-    def std(self, axis=None, keepdims=False): return self._reduce(_require("std"), axis, keepdims)
+    def sum(self, axis=None, keepdims=False, out=None): return self._reduce("reduce_sum", axis, keepdims, out)
+    def mean(self, axis=None, keepdims=False, out=None): return self._reduce("reduce_mean", axis, keepdims, out)
+    def max(self, axis=None, keepdims=False, out=None): return self._reduce("reduce_max", axis, keepdims, out)
+    def min(self, axis=None, keepdims=False, out=None): return self._reduce(_require("min"), axis, keepdims, out)
+    def prod(self, axis=None, keepdims=False, out=None): return self._reduce(_require("prod"), axis, keepdims, out)
+    def var(self, axis=None, keepdims=False, out=None): return self._reduce(_require("var"), axis, keepdims, out)
+    def std(self, axis=None, keepdims=False, out=None): return self._reduce(_require("std"), axis, keepdims, out)
     def argmax(self, axis=None): return self._reduce(_require("argmax"), axis, False)
     def argmin(self, axis=None): return self._reduce(_require("argmin"), axis, False)
 
@@ -317,10 +319,18 @@ def _trace_of(args: Sequence[Any]) -> _Trace:
     return next(iter(traces.values()))
 
 
+# Stage names that equal C math-library functions break Halide's JIT linking
+# ("Symbol not found: x.buffer" for a Func named `tanh`); such stages get a suffix.
+_LIBM = {"exp", "log", "sqrt", "tanh", "sin", "cos", "tan", "erf", "floor", "ceil", "abs", "pow", "fmod",
+         "round", "trunc", "sinh", "cosh", "asin", "acos", "atan", "atan2", "exp2", "log2", "fabs", "fmin",
+         "fmax", "max", "min", "div", "mod"}
+
+
 def _define(trace: _Trace, op: str, vars: list[str], shape: Sequence[int | str], value: Any,
             kind: str = "elementwise") -> Tensor:
     p = trace.program
-    return Tensor(p.define(p.unique_name(op), vars, list(shape), value, kind, op), trace)
+    base = f"{op}_v" if op in _LIBM else op
+    return Tensor(p.define(p.unique_name(base), vars, list(shape), value, kind, op), trace)
 
 
 def call(op: str, *inputs: Tensor, name: str = "", **attrs: Any) -> Tensor:
@@ -329,7 +339,15 @@ def call(op: str, *inputs: Tensor, name: str = "", **attrs: Any) -> Tensor:
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: input {i} must be a pypto.Tensor, got {type(t).__name__}")
     trace = _trace_of(inputs)
-    h = _pto.ops_call(op, [t._h for t in inputs], json.dumps(attrs), name)
+    try:
+        h = _pto.ops_call(op, [t._h for t in inputs], json.dumps(attrs), name)
+    except ShapeError as e:
+        # Some library operators need static sizes on some dims (e.g. the normalized
+        # dim of layer_norm); a kernel then specializes per shape instead of failing.
+        symbolic = any(isinstance(d, str) for t in inputs for d in t.shape)
+        if symbolic and ("symbolic" in str(e) or "static" in str(e)):
+            raise NeedsStaticShape(str(e)) from e
+        raise
     return Tensor(h, trace)
 
 
@@ -402,7 +420,7 @@ def _getitem(x: Tensor, key: Any) -> Tensor:
     if Ellipsis in key:
         i = key.index(Ellipsis)
         key = key[:i] + (slice(None),) * (x.ndim - n_real) + key[i + 1:]
-    key = key + (slice(None),) * (x.ndim - n_real - sum(1 for k in key if k is Ellipsis))
+    key = key + (slice(None),) * (x.ndim - sum(1 for k in key if k is not None))
     out_shape: list[int | str] = []
     idx: list[Any] = []
     axis = 0
