@@ -45,6 +45,7 @@ class CallRecord:
     ms: float
     peak_bytes: int
     allocations: int
+    compile_ms: float = 0.0
 
 
 @dataclass
@@ -52,9 +53,10 @@ class Profile:
     """Calls recorded inside a `with pypto.profile()` block."""
     calls: list[CallRecord] = field(default_factory=list)
 
-    def record(self, kernel: str, spec: Any, ms: float, stats: dict[str, int]) -> None:
+    def record(self, kernel: str, spec: Any, ms: float, stats: dict[str, int], compile_ms: float = 0.0) -> None:
         sig = ", ".join(f"{dt}[{', '.join(map(str, dims))}]" for dt, dims in spec.key)
-        self.calls.append(CallRecord(kernel, sig, ms, int(stats["peak_bytes"]), int(stats["allocations"])))
+        self.calls.append(CallRecord(kernel, sig, ms, int(stats["peak_bytes"]), int(stats["allocations"]),
+                                     compile_ms))
 
     @property
     def peak_bytes(self) -> int:
@@ -62,9 +64,10 @@ class Profile:
         return max((c.peak_bytes for c in self.calls), default=0)
 
     def report(self) -> str:
-        rows = [f"{'kernel':<20} {'ms':>10} {'peak bytes':>12} {'allocs':>7}  signature"]
+        rows = [f"{'kernel':<20} {'run ms':>10} {'compile ms':>10} {'peak bytes':>12} {'allocs':>7}  signature"]
         for c in self.calls:
-            rows.append(f"{c.kernel:<20} {c.ms:>10.3f} {c.peak_bytes:>12} {c.allocations:>7}  {c.signature}")
+            rows.append(f"{c.kernel:<20} {c.ms:>10.3f} {c.compile_ms:>10.1f} {c.peak_bytes:>12} {c.allocations:>7}"
+                        f"  {c.signature}")
         return "\n".join(rows)
 
 
