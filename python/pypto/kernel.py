@@ -86,10 +86,10 @@ class Specialization:
         return out
 
     def kernel(self, schedule: Schedule | None = None) -> Any:
-        s = (schedule or self.schedule).copy()
+        s = schedule or self.schedule
         if debug.numerics_checked():
-            s.set_options(check_numerics=True)
-        text = s.to_json()
+            s = s.copy().set_options(check_numerics=True)
+        text = s.to_json()  # the cache key: an edited schedule compiles once
         k = self.compiled.get(text)
         if k is None:
             k = _pto.Kernel(self.program, text, self.target)
@@ -123,12 +123,15 @@ class KernelFunction:
         self._last: Specialization | None = None
         self._lock = threading.RLock()
         self._needs_static: set[tuple] = set()
+        self._param_cache: list[tuple[str, Any]] | None = None
         self.trace_count = 0
 
     # ---- signatures and tracing ------------------------------------------------
     def _params(self) -> list[tuple[str, Any]]:
-        sig = inspect.signature(self.fn)
-        return [(p.name, p.annotation) for p in sig.parameters.values()]
+        if self._param_cache is None:  # inspect.signature costs tens of microseconds per call
+            sig = inspect.signature(self.fn)
+            self._param_cache = [(p.name, p.annotation) for p in sig.parameters.values()]
+        return self._param_cache
 
     def _arrays(self, args: Sequence[Any]) -> list[np.ndarray]:
         params = self._params()
@@ -226,7 +229,9 @@ class KernelFunction:
 
     def specialize(self, *args: Any) -> Specialization:
         """The specialization for these arrays (traced on first use; cached by signature)."""
-        arrays = self._arrays(args)
+        return self._specialize(self._arrays(args))
+
+    def _specialize(self, arrays: list[np.ndarray]) -> Specialization:
         key = self.signature(arrays)
         with self._lock:
             if key in self._needs_static:
@@ -257,7 +262,7 @@ class KernelFunction:
     # ---- running ---------------------------------------------------------------------
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
         arrays = self._arrays(args)
-        spec = self.specialize(*arrays)
+        spec = self._specialize(arrays)
         prof = debug.active_profile()
         n_compiled = len(spec.compiled)
         t0 = debug.now()

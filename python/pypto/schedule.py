@@ -161,6 +161,16 @@ class Schedule:
         self._d["options"].update(opts)
         return self
 
+    def serial(self) -> "Schedule":
+        """A copy without `parallel` directives: each call then uses one core (e.g. to
+        pipeline a kernel next to CPU work on the other cores)."""
+        s = self.copy()
+        for e in s._d["stages"].values():
+            e.pop("parallel", None)
+            if isinstance(e.get("update"), dict):
+                e["update"].pop("parallel", None)
+        return s
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Schedule) and self.to_json() == other.to_json()
 

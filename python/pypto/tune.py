@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ._ext import _pto
-from .errors import CompileError, ScheduleError
+from .errors import CompileError, PtoError, ScheduleError
 from .schedule import Schedule
 
 TILES = [4, 8, 16, 32, 64, 128, 256]
@@ -32,7 +32,7 @@ class Trial:
     index: int
     ms: float | None           # median; None when rejected
     rel_error: float | None
-    status: str                # "ok", "invalid", "compile-error", "wrong-result"
+    status: str                # "ok", "compile-error", "run-error", "wrong-result"
     best_ms: float | None      # best median so far (the tuning curve)
     schedule: str              # JSON
 
@@ -212,9 +212,14 @@ def tune(kf: Any, spec: Any, arrays: Sequence[np.ndarray], trials: int, max_rel_
                 ms = t["median_ms"]
         except CompileError:
             status = "compile-error"
-        finally:
-            spec.compiled.pop(text, None)  # keep memory bounded: only the winner stays compiled
-        if ms is not None and (best_ms is None or ms < best_ms):
+        except PtoError:
+            status = "run-error"
+        improved = ms is not None and (best_ms is None or ms < best_ms)
+        # Keep memory bounded: only the best schedule so far stays compiled.
+        drop = best.to_json() if improved else text
+        if drop != (text if improved else best.to_json()):
+            spec.compiled.pop(drop, None)
+        if improved:
             best, best_ms = cand, ms
         if not result.trials:
             result.baseline_ms = ms
