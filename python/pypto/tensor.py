@@ -198,10 +198,21 @@ class Tensor:
     def __rsub__(self, o): return self._binary(o, "sub", "sub", True)
     def __mul__(self, o): return self._binary(o, "mul", "mul")
     def __rmul__(self, o): return self._binary(o, "mul", "mul", True)
-    def __truediv__(self, o): return self._binary(o, "div", "div")
-    def __rtruediv__(self, o): return self._binary(o, "div", "div", True)
-    def __mod__(self, o): return self._binary(o, "mod", None)
-    def __rmod__(self, o): return self._binary(o, "mod", None, True)
+    def __truediv__(self, o): return self._true()._binary(_true(o), "div", "div")
+    def __rtruediv__(self, o): return self._true()._binary(_true(o), "div", "div", True)
+
+    def _true(self) -> "Tensor":
+        # numpy's true division of integers is float64 division.
+        return self if _is_float(self.dtype) else self.astype("f64")
+    def __mod__(self, o):
+        if _int32ish(self, o):  # numpy: the remainder has the sign of the divisor
+            return self - (self // o) * o
+        return self._binary(o, "mod", None)
+
+    def __rmod__(self, o):
+        if _int32ish(self, o):
+            return o - (o // self) * self
+        return self._binary(o, "mod", None, True)
     def __pow__(self, o): return self._binary(o, "pow", None)
     def __rpow__(self, o): return self._binary(o, "pow", None, True)
     def __lt__(self, o): return self._binary(o, "lt", None)
@@ -215,9 +226,24 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __floordiv__(self, o):
-        if isinstance(o, Tensor) or _is_scalar(o):
-            return floor(self / o) if _is_float(self.dtype) else self._binary(o, "div", None)
-        return NotImplemented
+        if not (isinstance(o, Tensor) or _is_scalar(o)):
+            return NotImplemented
+        if _is_float(self.dtype):
+            return floor(self / o)
+        if _int32ish(self, o):
+            # numpy floors the quotient; Halide's integer division is Euclidean (they differ
+            # for negative divisors). Through f64 it is exact for 32-bit integers.
+            return floor(self.astype("f64") / o).astype(self.dtype if not isinstance(o, Tensor) else
+                                                      _pto.promote(self.dtype, o.dtype))
+        return self._binary(o, "div", None)  # 64-bit integers: Euclidean division
+
+    def __rfloordiv__(self, o):
+        if not _is_scalar(o):
+            return NotImplemented
+        if _is_float(self.dtype):
+            return floor(o / self)
+        return floor(o / self.astype("f64")).astype(self.dtype) if _int32ish(self, o) else \
+            self._binary(o, "div", None, True)
 
     def __neg__(self): return elementwise("neg", [self], lambda x: -x)
     def __pos__(self): return self
@@ -296,6 +322,19 @@ class Tensor:
 
 _DTYPE_WORDS = set(_pto.dtype_names()) | {"float32", "float64", "float16", "bfloat16", "int32", "int64",
                                           "int8", "int16", "uint8", "fp16", "fp32"}
+
+
+def _int32ish(a: Any, b: Any) -> bool:
+    """Both operands integers of at most 32 bits (Python ints count)."""
+    def ok(x: Any) -> bool:
+        if isinstance(x, Tensor):
+            return x.dtype in ("i8", "i16", "i32", "u8", "u16")
+        return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+    return ok(a) and ok(b)
+
+
+def _true(o: Any) -> Any:
+    return o._true() if isinstance(o, Tensor) else o
 
 
 def _is_float(dt: str) -> bool:

@@ -129,3 +129,12 @@ def test_schedule_target_and_memory_errors(rng):
     with pypto.profile() as prof:
         f(big, big.T.copy())
     assert prof.peak_bytes >= 256 * 256 * 4
+
+
+def test_integer_division_follows_numpy():
+    k = pypto.kernel(lambda a, b: (a / b, a // b, a % b, 7 / a, a // 3, a % -3, 10 // a))
+    a = np.array([7, -7, 9, 1], np.int32)
+    b = np.array([2, 2, -4, 3], np.int32)
+    for got, want in zip(k(a, b), (a / b, a // b, a % b, 7 / a, a // 3, a % -3, 10 // a)):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-15)  # one f64 rounding at most
