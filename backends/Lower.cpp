@@ -203,8 +203,10 @@ class Lowering {
       if (k == 0) b.dim(k).set_stride(1);
       if (!d.is_symbolic()) {
         b.dim(k).set_extent(static_cast<int>(d.value));
-      } else if (syms.at(d.sym) != std::make_pair(input, axis)) {
-        b.dim(k).set_extent(symbol(d.sym));  // must agree with where the size is bound
+      } else if (const auto& src = syms.at(d.sym); src != std::make_pair(input, axis)) {
+        // Must agree with where the size is bound; when that is an earlier axis of this
+        // same input (a square [S, S]), the input is not registered yet: use its dim.
+        b.dim(k).set_extent(src.first == input ? b.dim(r - 1 - src.second).extent() : symbol(d.sym));
       }
     }
   }

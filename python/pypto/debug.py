@@ -1,0 +1,146 @@
+"""Troubleshooting tools from the report: profile(), check_numerics(), debug_print(), memory_limit().
+
+    with pypto.profile() as prof:        # every kernel call: time, peak heap bytes, allocations
+        y = f(x)
+    print(prof.report())
+
+    with pypto.check_numerics():         # NaN/Inf in any output (and debug_print taps) raises
+        y = f(x)                         # KernelError naming the tensor and the flat index
+
+    @pypto.kernel
+    def f(x):
+        h = pypto.debug_print(x @ x, "h") # prints shape, min/max/mean and leading values at run time
+        return pypto.ops.relu(h)
+
+    with pypto.memory_limit(1 << 20):    # intermediates over 1 MiB -> DeviceMemoryError
+        f(x)                             # (DEVICE_MEMORY_EXHAUSTED), caught, never an abort
+
+check_numerics compiles the kernel with the schedule option `check_numerics`
+(C++ checks f32/f64 outputs) and checks the other float outputs (f16, bf16) here.
+debug_print marks the tensor as an extra output of the Program (so it is
+materialized) and prints its statistics after each call; it is meant for
+debugging, since the extra output changes how the stage can be scheduled.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+_state = threading.local()
+
+
+def now() -> float:
+    return time.perf_counter()
+
+
+@dataclass
+class CallRecord:
+    kernel: str
+    signature: str
+    ms: float
+    peak_bytes: int
+    allocations: int
+    compile_ms: float = 0.0
+
+
+@dataclass
+class Profile:
+    """Calls recorded inside a `with pypto.profile()` block."""
+    calls: list[CallRecord] = field(default_factory=list)
+
+    def record(self, kernel: str, spec: Any, ms: float, stats: dict[str, int], compile_ms: float = 0.0) -> None:
+        sig = ", ".join(f"{dt}[{', '.join(map(str, dims))}]" for dt, dims in spec.key)
+        self.calls.append(CallRecord(kernel, sig, ms, int(stats["peak_bytes"]), int(stats["allocations"]),
+                                     compile_ms))
+
+    @property
+    def peak_bytes(self) -> int:
+        """The largest peak of intermediate heap memory over the recorded calls."""
+        return max((c.peak_bytes for c in self.calls), default=0)
+
+    def report(self) -> str:
+        rows = [f"{'kernel':<20} {'run ms':>10} {'compile ms':>10} {'peak bytes':>12} {'allocs':>7}  signature"]
+        for c in self.calls:
+            rows.append(f"{c.kernel:<20} {c.ms:>10.3f} {c.compile_ms:>10.1f} {c.peak_bytes:>12} {c.allocations:>7}"
+                        f"  {c.signature}")
+        return "\n".join(rows)
+
+
+@contextlib.contextmanager
+def profile() -> Iterator[Profile]:
+    prev = getattr(_state, "profile", None)
+    _state.profile = p = Profile()
+    try:
+        yield p
+    finally:
+        _state.profile = prev
+
+
+def active_profile() -> Profile | None:
+    return getattr(_state, "profile", None)
+
+
+class check_numerics(contextlib.ContextDecorator):
+    """Context manager / decorator: kernels called inside fail on NaN or Inf outputs."""
+
+    def __enter__(self) -> "check_numerics":
+        _state.numerics = getattr(_state, "numerics", 0) + 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _state.numerics -= 1
+
+
+def numerics_checked() -> bool:
+    return getattr(_state, "numerics", 0) > 0
+
+
+def check_finite(outputs: dict[str, np.ndarray]) -> None:
+    from .errors import KernelError
+    for name, a in outputs.items():
+        if a.dtype.kind in "fV":  # f16/f32/f64 and ml_dtypes.bfloat16
+            f = a.astype(np.float32)
+            bad = ~np.isfinite(f)
+            if bad.any():
+                k = int(np.flatnonzero(bad.ravel())[0])
+                kind = "NaN" if np.isnan(f.ravel()[k]) else "Inf"
+                raise KernelError(f"check_numerics: tensor '{name}' has {kind} at flat index {k}")
+
+
+@contextlib.contextmanager
+def memory_limit(nbytes: int) -> Iterator[None]:
+    """Caps each kernel call's intermediate allocations (bytes); over it -> DeviceMemoryError."""
+    prev = getattr(_state, "memory_limit", 0)
+    _state.memory_limit = int(nbytes)
+    try:
+        yield
+    finally:
+        _state.memory_limit = prev
+
+
+def current_memory_limit() -> int:
+    return getattr(_state, "memory_limit", 0)
+
+
+def debug_print(t: Any, label: str | None = None) -> Any:
+    """Inside a kernel: print tensor `t`'s values (statistics) each time the kernel runs."""
+    from .tensor import Tensor, current_trace
+    if not isinstance(t, Tensor):
+        raise TypeError(f"debug_print expects a pypto.Tensor inside a kernel, got {type(t).__name__}")
+    trace = current_trace()
+    if trace is None or trace is not t._trace:
+        raise ValueError("debug_print must be called inside the @pypto.kernel function that made the tensor")
+    trace.taps.append((label or t.name, t.name))
+    return t
+
+
+def show(label: str, name: str, a: np.ndarray) -> None:
+    f = a.astype(np.float64)
+    head = np.array2string(f.ravel()[:6], precision=4, separator=", ")
+    stats = f"min {f.min():.4g} max {f.max():.4g} mean {f.mean():.4g}" if f.size else "empty"
+    print(f"[debug_print] {label} ({name}): {a.dtype}{list(a.shape)} {stats} first {head}")

@@ -1,0 +1,21 @@
+"""Exceptions raised by pypto.
+
+Every class derives from `PtoError` and from the builtin a Python user expects:
+shape problems are `ValueError`s, dtype problems `TypeError`s, a refused
+allocation (DEVICE_MEMORY_EXHAUSTED) a `MemoryError`. Messages name the
+argument, stage or operator at fault and what would have been valid.
+"""
+from ._ext import _pto
+
+PtoError = _pto.PtoError
+ShapeError = _pto.ShapeError          # ValueError
+DTypeError = _pto.DTypeError          # TypeError
+DefinitionError = _pto.DefinitionError  # ValueError
+ScheduleError = _pto.ScheduleError    # ValueError
+TargetError = _pto.TargetError        # ValueError
+CompileError = _pto.CompileError      # RuntimeError
+KernelError = _pto.KernelError        # RuntimeError
+DeviceMemoryError = _pto.DeviceMemoryError  # KernelError, MemoryError
+
+__all__ = ["PtoError", "ShapeError", "DTypeError", "DefinitionError", "ScheduleError", "TargetError",
+           "CompileError", "KernelError", "DeviceMemoryError"]

@@ -1,0 +1,363 @@
+"""`@pypto.kernel`: trace a Python function into a Program, compile per signature, run on numpy.
+
+    @pypto.kernel
+    def matmul(A: pypto.Tensor, B: pypto.Tensor):
+        return A @ B
+
+    C = matmul(a, b)            # traces, schedules (default), JIT-compiles, runs
+    s = matmul.schedule()       # the live, editable schedule of that signature
+    s["matmul"].update.tile(i=32).vectorize("j", 16)
+    C2 = matmul(a, b)           # recompiles once for the edited schedule
+
+Specialization. A call's *signature* is, per argument, its dtype and its dims,
+where (with `dynamic=True`, the default) every dim other than 1 is a symbolic
+size: dims with equal values share one symbol (annotations such as
+`pypto.Tensor["M", "K"]` name them explicitly; int annotations fix a dim). A new
+size with the same pattern of equalities reuses the compiled kernel: no
+retrace, no recompile. `dynamic=False` fixes every size (best code for one
+shape; default schedules tile only static dims). Compiled kernels are cached
+per (signature, schedule JSON), so editing a schedule compiles once per edit.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import debug
+from ._ext import _pto
+from .errors import DTypeError, ShapeError
+from .schedule import Schedule
+from .tensor import NeedsStaticShape, Tensor, TensorSpec, _pop, _push, _Trace, dtype_name
+
+
+@dataclass
+class Timing:
+    """Wall time of one kernel call: median and spread over `reps` runs (timing loop in C++)."""
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    reps: int
+    flops: float = 0.0
+
+    @property
+    def gflops(self) -> float | None:
+        return self.flops / (self.median_ms * 1e6) if self.flops and self.median_ms > 0 else None
+
+    def __str__(self) -> str:
+        g = f", {self.gflops:.1f} GFLOP/s" if self.gflops else ""
+        return (f"median {self.median_ms:.4g} ms (min {self.min_ms:.4g}, max {self.max_ms:.4g}, "
+                f"{self.reps} reps){g}")
+
+
+class Text(str):
+    """A str that notebooks display as preformatted text (explain output)."""
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+
+@dataclass
+class Specialization:
+    """One traced signature: its Program, live Schedule and compiled kernels."""
+    key: tuple
+    trace: _Trace
+    arg_names: list[str]
+    user_outputs: list[str]
+    schedule: Schedule
+    target: str
+    compiled: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def program(self) -> Any:
+        return self.trace.program
+
+    def sizes(self, arrays: Sequence[np.ndarray]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for (dt, dims), a in zip(self.key, arrays):
+            for d, n in zip(dims, a.shape):
+                if isinstance(d, str):
+                    out[d] = int(n)
+        return out
+
+    def kernel(self, schedule: Schedule | None = None) -> Any:
+        s = schedule or self.schedule
+        if debug.numerics_checked():
+            s = s.copy().set_options(check_numerics=True)
+        text = s.to_json()  # the cache key: an edited schedule compiles once
+        k = self.compiled.get(text)
+        if k is None:
+            k = _pto.Kernel(self.program, text, self.target)
+            self.compiled[text] = k
+        return k
+
+    def run(self, arrays: Sequence[np.ndarray], schedule: Schedule | None = None,
+            memory_limit: int = 0) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        # Views are passed in place with their strides, except that kernels vectorize
+        # along the last axis and need it dense: only such arrays are copied.
+        arrays = [a if a.ndim == 0 or a.strides[-1] == a.itemsize or a.shape[-1] == 1
+                  else np.ascontiguousarray(a) for a in arrays]
+        k = self.kernel(schedule)
+        outs, stats = k.run(list(arrays), None, memory_limit)
+        return dict(zip(self.program.outputs(), outs)), stats
+
+
+class KernelFunction:
+    """A traced, compiled-on-demand kernel (see module doc); made by `@pypto.kernel`."""
+
+    def __init__(self, fn: Callable[..., Any], *, target: str = "host", dynamic: bool = True,
+                 name: str | None = None, schedule: Callable[[Any, Schedule], Schedule | None] | None = None):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.target = target
+        self.dynamic = dynamic
+        self.name = name or fn.__name__
+        self.precision = getattr(fn, "__pypto_precision__", None)
+        self.schedule_hook = schedule
+        self._specs: dict[tuple, Specialization] = {}
+        self._last: Specialization | None = None
+        self._lock = threading.RLock()
+        self._needs_static: set[tuple] = set()
+        self._param_cache: list[tuple[str, Any]] | None = None
+        self.trace_count = 0
+
+    # ---- signatures and tracing ------------------------------------------------
+    def _params(self) -> list[tuple[str, Any]]:
+        if self._param_cache is None:  # inspect.signature costs tens of microseconds per call
+            sig = inspect.signature(self.fn)
+            self._param_cache = [(p.name, p.annotation) for p in sig.parameters.values()]
+        return self._param_cache
+
+    def _arrays(self, args: Sequence[Any]) -> list[np.ndarray]:
+        params = self._params()
+        if len(args) != len(params):
+            raise TypeError(f"{self.name}() takes {len(params)} arrays ({', '.join(n for n, _ in params)}), "
+                            f"got {len(args)}")
+        out = []
+        for (n, _), a in zip(params, args):
+            if isinstance(a, np.ndarray):
+                out.append(a)
+            elif isinstance(a, (list, tuple, int, float)) or np.isscalar(a):
+                out.append(np.asarray(a))
+            else:
+                raise DTypeError(f"argument '{n}' of {self.name}() must be a numpy array, got {type(a).__name__}")
+        return out
+
+    def signature(self, arrays: Sequence[np.ndarray], dynamic: bool | None = None) -> tuple:
+        """The cache key of a call: per argument (dtype, dims); dims are ints or symbol names."""
+        dynamic = self.dynamic if dynamic is None else dynamic
+        params = self._params()
+        key = []
+        sym_value: dict[str, int] = {}
+        value_sym: dict[int, str] = {}
+        for (n, ann), a in zip(params, arrays):
+            try:
+                dt = dtype_name(a.dtype)
+            except DTypeError as e:
+                raise DTypeError(f"argument '{n}' of {self.name}(): {e}") from None
+            spec = ann if isinstance(ann, TensorSpec) else None
+            if spec and spec.dtype and spec.dtype != dt:
+                raise DTypeError(f"argument '{n}' of {self.name}() has dtype {dt}; its annotation {spec} "
+                                 f"requires {spec.dtype}")
+            if spec and spec.shape is not None and len(spec.shape) != a.ndim:
+                raise ShapeError(f"argument '{n}' of {self.name}() has shape {list(a.shape)}; its annotation "
+                                 f"{spec} requires rank {len(spec.shape)}")
+            dims: list[int | str] = []
+            for ax, size in enumerate(a.shape):
+                size = int(size)
+                want = spec.shape[ax] if spec and spec.shape is not None else None
+                if isinstance(want, int):
+                    if want != size:
+                        raise ShapeError(f"argument '{n}' of {self.name}() has size {size} on axis {ax}; "
+                                         f"its annotation {spec} requires {want}")
+                    dims.append(size)
+                elif isinstance(want, str):
+                    if sym_value.setdefault(want, size) != size:
+                        raise ShapeError(f"argument '{n}' of {self.name}() binds '{want}' to {size} on axis {ax}, "
+                                         f"but an earlier argument bound it to {sym_value[want]}")
+                    value_sym.setdefault(size, want)
+                    dims.append(want)
+                elif not dynamic or size == 1:
+                    dims.append(size)
+                else:
+                    s = value_sym.get(size)
+                    if s is None:
+                        s = f"{n}_{ax}"
+                        value_sym[size] = s
+                        sym_value[s] = size
+                    dims.append(s)
+            key.append((dt, tuple(dims)))
+        return tuple(key)
+
+    def _trace(self, key: tuple) -> Specialization:
+        names = [n for n, _ in self._params()]
+        trace = _Trace(self.name)
+        inputs = [Tensor(trace.program.input(n, list(dims), dt), trace) for n, (dt, dims) in zip(names, key)]
+        _push(trace)
+        try:
+            result = self.fn(*inputs)
+        finally:
+            _pop()
+        self.trace_count += 1
+        results = list(result) if isinstance(result, (tuple, list)) else [result]
+        if not results:
+            raise TypeError(f"{self.name}() returned nothing; a kernel returns one or more pypto.Tensors")
+        outs = []
+        for i, r in enumerate(results):
+            if not isinstance(r, Tensor):
+                raise TypeError(f"{self.name}() must return pypto.Tensors; result {i} is {type(r).__name__}")
+            if r.name in names:  # returning an input: copy it, outputs are stages
+                r = r._binary(0, "add", None)
+            trace.program.output(r._h)
+            outs.append(r.name)
+        for _, t in trace.taps:
+            if t not in outs and t not in names:
+                trace.program.output(t)
+        sched = Schedule.from_json(_pto.default_schedule(trace.program, self.target))
+        for stage, device in trace.devices.items():
+            sched[stage].device(device)
+        if self.precision is not None:
+            self.precision.apply(trace.program, sched)
+        if self.schedule_hook is not None:
+            sched = self.schedule_hook(trace.program, sched) or sched
+        return Specialization(key, trace, names, outs, sched, self.target)
+
+    def specialize(self, *args: Any) -> Specialization:
+        """The specialization for these arrays (traced on first use; cached by signature)."""
+        return self._specialize(self._arrays(args))
+
+    def _specialize(self, arrays: list[np.ndarray]) -> Specialization:
+        key = self.signature(arrays)
+        with self._lock:
+            if key in self._needs_static:
+                key = self.signature(arrays, dynamic=False)
+            spec = self._specs.get(key)
+            if spec is None:
+                try:
+                    spec = self._specs[key] = self._trace(key)
+                except NeedsStaticShape:
+                    # Something in the function needs static sizes: specialize this
+                    # pattern per shape from now on (compiles once per shape).
+                    static = self.signature(arrays, dynamic=False)
+                    if static == key:
+                        raise
+                    self._needs_static.add(key)
+                    spec = self._specs.get(static) or self._trace(static)
+                    self._specs[static] = spec
+            self._last = spec
+        return spec
+
+    def _spec(self, args: Sequence[Any]) -> Specialization:
+        if args:
+            return self.specialize(*args)
+        if self._last is None:
+            raise ValueError(f"{self.name}: call it once (or pass example arrays) to pick a shape/dtype signature")
+        return self._last
+
+    # ---- running ---------------------------------------------------------------------
+    def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
+        arrays = self._arrays(args)
+        spec = self._specialize(arrays)
+        prof = debug.active_profile()
+        n_compiled = len(spec.compiled)
+        t0 = debug.now()
+        spec.kernel()  # compile (cached) outside the timed run
+        t1 = debug.now()
+        compile_ms = (t1 - t0) * 1e3 if len(spec.compiled) > n_compiled else 0.0
+        outs, stats = spec.run(arrays, memory_limit=debug.current_memory_limit())
+        if prof is not None:
+            prof.record(self.name, spec, (debug.now() - t1) * 1e3, stats, compile_ms)
+        for label, t in spec.trace.taps:
+            debug.show(label, t, outs[t] if t in outs else arrays[spec.arg_names.index(t)])
+        if debug.numerics_checked():
+            debug.check_finite(outs)
+        res = tuple(outs[n] for n in spec.user_outputs)
+        return res[0] if len(res) == 1 else res
+
+    @property
+    def cache_info(self) -> dict[str, int]:
+        """How many signatures were traced and kernels compiled (for checking caching)."""
+        return {"signatures": len(self._specs), "traces": self.trace_count,
+                "compiled": sum(len(s.compiled) for s in self._specs.values())}
+
+    # ---- exploration ---------------------------------------------------------------
+    def program(self, *args: Any) -> Any:
+        return self._spec(args).program
+
+    def stages(self, *args: Any) -> list[str]:
+        return [s["name"] for s in self._spec(args).program.stages()]
+
+    def schedule(self, *args: Any) -> Schedule:
+        """The live schedule of this signature: edit it and the next call compiles it."""
+        return self._spec(args).schedule
+
+    def set_schedule(self, schedule: Schedule | str | dict, *args: Any) -> None:
+        spec = self._spec(args)
+        s = schedule if isinstance(schedule, Schedule) else Schedule.from_json(schedule)
+        _pto.validate(spec.program, s.to_json(), spec.target)
+        spec.schedule = s.copy()
+
+    def reset_schedule(self, *args: Any) -> Schedule:
+        spec = self._spec(args)
+        spec.schedule = Schedule.from_json(_pto.default_schedule(spec.program, spec.target))
+        return spec.schedule
+
+    def explain(self, *args: Any, schedule: Schedule | None = None) -> Text:
+        spec = self._spec(args)
+        return Text(_pto.explain(spec.program, (schedule or spec.schedule).to_json(), spec.target))
+
+    def time(self, *args: Any, schedule: Schedule | None = None, min_reps: int = 5,
+             min_seconds: float = 0.2, warmup: int = 1) -> Timing:
+        arrays = self._arrays(args)
+        spec = self.specialize(*arrays)
+        t = spec.kernel(schedule).time(arrays, warmup, min_reps, min_seconds, 1000)
+        return Timing(t["median_ms"], t["min_ms"], t["max_ms"], t["reps"], spec.program.flops(spec.sizes(arrays)))
+
+    def flops(self, *args: Any) -> float:
+        arrays = self._arrays(args)
+        spec = self.specialize(*arrays)
+        return spec.program.flops(spec.sizes(arrays))
+
+    def io_bytes(self, *args: Any) -> float:
+        arrays = self._arrays(args)
+        spec = self.specialize(*arrays)
+        return spec.program.io_bytes(spec.sizes(arrays))
+
+    def stage_times(self, *args: Any, min_seconds: float = 0.05) -> dict[str, Timing]:
+        """Each stage timed alone: a one-stage program over random inputs of the right shapes.
+
+        Stages the schedule inlines or computes inside a consumer cost differently in the
+        fused kernel; this is a per-stage breakdown, not a decomposition of the total.
+        """
+        from .profiling import stage_times
+        arrays = self._arrays(args)
+        return stage_times(self.specialize(*arrays), arrays, min_seconds)
+
+    def tune(self, *args: Any, trials: int = 20, max_rel_error: float = 1e-3, seed: int = 0,
+             progress: bool = True, min_seconds: float = 0.05, engine: str = "random") -> Any:
+        """Searches schedules for these arrays; installs the best one and returns a TuneResult."""
+        from .tune import tune
+        arrays = self._arrays(args)
+        return tune(self, self.specialize(*arrays), arrays, trials=trials, max_rel_error=max_rel_error,
+                    seed=seed, progress=progress, min_seconds=min_seconds, engine=engine)
+
+    def export(self, *args: Any, target: str = "host", path: str = ".", name: str | None = None) -> Any:
+        """Generates a static library + C headers for this signature (sizes stay symbolic where they are)."""
+        from .export import export
+        return export(self._spec(args), target=target, path=path, name=name or self.name)
+
+    def __repr__(self) -> str:
+        return f"<pypto.kernel {self.name} target={self.target} signatures={len(self._specs)}>"
+
+
+def kernel(fn: Callable[..., Any] | None = None, *, target: str = "host", dynamic: bool = True,
+           name: str | None = None, schedule: Callable[[Any, Schedule], Schedule | None] | None = None) -> Any:
+    """Decorator: `@pypto.kernel` or `@pypto.kernel(target="host", dynamic=False)`."""
+    def wrap(f: Callable[..., Any]) -> KernelFunction:
+        return KernelFunction(f, target=target, dynamic=dynamic, name=name, schedule=schedule)
+    return wrap(fn) if fn is not None else wrap

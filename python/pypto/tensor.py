@@ -1,0 +1,543 @@
+"""Traced tensors: numpy-style code that builds a PTO Program.
+
+Inside a `@pypto.kernel` function the arguments are `pypto.Tensor`s: symbolic
+placeholders, not arrays. Every operator applied to them adds stages to the
+kernel's Program instead of computing values, so the function runs once per
+shape/dtype signature and the Program is then scheduled and compiled.
+
+Where each operator goes:
+  * tensor-tensor `+ - * /`, `@`, `.sum/.mean/.max`, relu, softmax, ... are the
+    C++ operator library, reached by name through `_pto.ops_call` (the one generic
+    binding; see `pypto.ops`);
+  * arithmetic with Python scalars, comparisons, `**`, `%`, unary math
+    (`pypto.exp`, ...), `.astype`, `.T`, slicing and static `reshape` are element
+    definitions written here with the DSL's expressions (`Program.define`): they
+    are index maps or one-line formulas, not library operators;
+  * operators that need a library operator the C++ side does not have yet raise
+    NotImplementedError naming it (see MISSING_OPERATORS).
+"""
+from __future__ import annotations
+
+import json
+import numbers
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ._ext import _pto
+from .errors import DTypeError, ShapeError
+
+# numpy-style methods that map to a C++ library operator which does not exist yet;
+# calling them raises NotImplementedError until the operator lands in dsl/ops.
+MISSING_OPERATORS = {
+    "min": "reduce_min", "prod": "reduce_prod", "argmax": "argmax", "argmin": "argmin",
+    "var": "reduce_var", "std": "reduce_std", "concatenate": "concat", "take": "gather",
+}
+
+
+class NeedsStaticShape(NotImplementedError):
+    """An operation needs static sizes where the trace has symbolic ones.
+
+    `@pypto.kernel` catches it and retraces that signature with static sizes
+    (compiling once per shape), so users only see it with explicit symbolic annotations.
+    """
+
+
+def dtype_name(dt: Any) -> str:
+    """PTO's name of a dtype given as a PTO name, numpy dtype or type ('f32', np.float32, ...)."""
+    if isinstance(dt, str):
+        return _pto.parse_dtype(dt)
+    try:
+        name = np.dtype(dt).name
+    except TypeError as e:
+        raise DTypeError(f"not a dtype: {dt!r}") from e
+    return _pto.parse_dtype(name)
+
+
+def _registry() -> dict[str, tuple[str, str]]:
+    return {n: (k, s) for n, k, s in _pto.ops_registry()}
+
+
+class _Trace:
+    """The Program one traced call builds, plus what its schedule needs to know."""
+
+    def __init__(self, name: str):
+        self.program = _pto.Program(name)
+        self.devices: dict[str, str] = {}     # stage -> device, from Tensor.to()
+        self.taps: list[tuple[str, str]] = []  # (label, tensor) from debug_print()
+
+
+_state = threading.local()
+
+
+def _push(trace: _Trace) -> None:
+    _state.__dict__.setdefault("stack", []).append(trace)
+
+
+def _pop() -> None:
+    _state.stack.pop()
+
+
+def current_trace() -> _Trace | None:
+    stack = getattr(_state, "stack", [])
+    return stack[-1] if stack else None
+
+
+class TensorSpec:
+    """An annotation: `pypto.Tensor["M", "K"]`, `pypto.Tensor["M", 64, "bf16"]`.
+
+    str dims are symbolic sizes shared by name across arguments; int dims are fixed.
+    A trailing dtype name (f32, bf16, ...) fixes the element type.
+    """
+
+    def __init__(self, shape: Sequence[int | str] | None, dtype: str | None):
+        self.shape = None if shape is None else tuple(shape)
+        self.dtype = None if dtype is None else dtype_name(dtype)
+
+    def __repr__(self) -> str:
+        return f"Tensor[{', '.join(map(str, self.shape or ()))}{', ' + self.dtype if self.dtype else ''}]"
+
+
+def _is_scalar(x: Any) -> bool:
+    return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, complex)
+
+
+def _scalar(x: Any) -> Any:
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    return float(x)
+
+
+def broadcast_shapes(op: str, shapes: Sequence[Sequence[int | str]]) -> list[int | str]:
+    """numpy broadcasting over static and symbolic dims (a symbol only matches itself or 1)."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[int | str] = []
+    for k in range(rank, 0, -1):
+        dims = [s[len(s) - k] for s in shapes if len(s) >= k]
+        non1 = [d for d in dims if d != 1]
+        if any(d != non1[0] for d in non1):
+            raise ShapeError(f"{op}: shapes {[list(s) for s in shapes]} do not broadcast "
+                             f"(axis {rank - k} of the result: {dims})")
+        out.append(non1[0] if non1 else 1)
+    return out
+
+
+class Tensor:
+    """A symbolic tensor of the Program being traced (see module doc)."""
+
+    __array_ufunc__ = None       # numpy scalars and arrays defer to our reflected operators
+    __array_priority__ = 1000
+
+    def __init__(self, handle: Any, trace: _Trace):
+        self._h = handle
+        self._trace = trace
+
+    def __class_getitem__(cls, item: Any) -> TensorSpec:
+        items = list(item) if isinstance(item, tuple) else [item]
+        dtype = None
+        if items and isinstance(items[-1], str) and items[-1] in _DTYPE_WORDS:
+            dtype = items.pop()
+        elif items and not isinstance(items[-1], (str, int)):
+            dtype = items.pop()  # np.float32, ml_dtypes.bfloat16
+        return TensorSpec(items, dtype)
+
+    # ---- properties ----------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._h.name
+
+    @property
+    def shape(self) -> tuple[int | str, ...]:
+        return tuple(self._h.shape)
+
+    @property
+    def dtype(self) -> str:
+        return self._h.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._h.rank
+
+    @property
+    def program(self) -> Any:
+        return self._trace.program
+
+    def __repr__(self) -> str:
+        return f"pypto.Tensor({self.name}: {self.dtype}[{', '.join(map(str, self.shape))}])"
+
+    def __bool__(self) -> bool:
+        raise TypeError(f"the truth value of traced tensor '{self.name}' is unknown while tracing; "
+                        "use pypto.where(cond, a, b) instead of `if`")
+
+    def __iter__(self):
+        raise TypeError(f"cannot iterate over traced tensor '{self.name}'; index it or use a reduction")
+
+    def __array__(self, *args: Any, **kwargs: Any):
+        raise TypeError(f"traced tensor '{self.name}' has no values yet: numpy functions cannot be applied "
+                        "inside a pypto.kernel (use its operators, pypto.* functions or pypto.ops.*)")
+
+    # ---- arithmetic ------------------------------------------------------------
+    def _binary(self, other: Any, op: str, lib: str | None, reverse: bool = False) -> "Tensor":
+        if isinstance(other, Tensor):
+            a, b = (other, self) if reverse else (self, other)
+            if lib is not None and a.dtype == b.dtype:
+                return call(lib, a, b)
+            return elementwise(op, [a, b], lambda x, y: _pto.binary(op, x, y))
+        if _is_scalar(other):
+            c = _scalar(other)
+            f = (lambda x: _pto.binary(op, c, x)) if reverse else (lambda x: _pto.binary(op, x, c))
+            return elementwise(op, [self], f)
+        return NotImplemented
+
+    def __add__(self, o): return self._binary(o, "add", "add")
+    def __radd__(self, o): return self._binary(o, "add", "add", True)
+    def __sub__(self, o): return self._binary(o, "sub", "sub")
+    def __rsub__(self, o): return self._binary(o, "sub", "sub", True)
+    def __mul__(self, o): return self._binary(o, "mul", "mul")
+    def __rmul__(self, o): return self._binary(o, "mul", "mul", True)
+    def __truediv__(self, o): return self._true()._binary(_true(o), "div", "div")
+    def __rtruediv__(self, o): return self._true()._binary(_true(o), "div", "div", True)
+
+    def _true(self) -> "Tensor":
+        # numpy's true division of integers is float64 division.
+        return self if _is_float(self.dtype) else self.astype("f64")
+    def __mod__(self, o):
+        if _int32ish(self, o):  # numpy: the remainder has the sign of the divisor
+            return self - (self // o) * o
+        return self._binary(o, "mod", None)
+
+    def __rmod__(self, o):
+        if _int32ish(self, o):
+            return o - (o // self) * self
+        return self._binary(o, "mod", None, True)
+    def __pow__(self, o): return self._binary(o, "pow", None)
+    def __rpow__(self, o): return self._binary(o, "pow", None, True)
+    def __lt__(self, o): return self._binary(o, "lt", None)
+    def __le__(self, o): return self._binary(o, "le", None)
+    def __gt__(self, o): return self._binary(o, "gt", None)
+    def __ge__(self, o): return self._binary(o, "ge", None)
+    def __eq__(self, o): return self._binary(o, "eq", None)  # type: ignore[override]
+    def __ne__(self, o): return self._binary(o, "ne", None)  # type: ignore[override]
+    def __and__(self, o): return self._binary(o, "and", None)
+    def __or__(self, o): return self._binary(o, "or", None)
+    __hash__ = object.__hash__
+
+    def __floordiv__(self, o):
+        if not (isinstance(o, Tensor) or _is_scalar(o)):
+            return NotImplemented
+        if _is_float(self.dtype):
+            return floor(self / o)
+        if _int32ish(self, o):
+            # numpy floors the quotient; Halide's integer division is Euclidean (they differ
+            # for negative divisors). Through f64 it is exact for 32-bit integers.
+            return floor(self.astype("f64") / o).astype(self.dtype if not isinstance(o, Tensor) else
+                                                      _pto.promote(self.dtype, o.dtype))
+        return self._binary(o, "div", None)  # 64-bit integers: Euclidean division
+
+    def __rfloordiv__(self, o):
+        if not _is_scalar(o):
+            return NotImplemented
+        if _is_float(self.dtype):
+            return floor(o / self)
+        return floor(o / self.astype("f64")).astype(self.dtype) if _int32ish(self, o) else \
+            self._binary(o, "div", None, True)
+
+    def __neg__(self): return elementwise("neg", [self], lambda x: -x)
+    def __pos__(self): return self
+    def __abs__(self): return elementwise("abs", [self], lambda x: _pto.unary("abs", x))
+    def __invert__(self): return elementwise("not", [self], lambda x: ~x)
+
+    def __matmul__(self, o):
+        return call("matmul", self, o) if isinstance(o, Tensor) else NotImplemented
+
+    def __rmatmul__(self, o):
+        return call("matmul", o, self) if isinstance(o, Tensor) else NotImplemented
+
+    # ---- reductions --------------------------------------------------------------
+    def _reduce(self, lib: str, axis: Any, keepdims: bool, out: Any = None) -> "Tensor":
+        if out is not None:
+            raise TypeError("out= is not supported on traced tensors (kernels return new arrays)")
+        axes = [] if axis is None else ([int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis])
+        return call(lib, self, axes=axes, keepdims=bool(keepdims))
+
+    def sum(self, axis=None, keepdims=False, out=None): return self._reduce("reduce_sum", axis, keepdims, out)
+    def mean(self, axis=None, keepdims=False, out=None): return self._reduce("reduce_mean", axis, keepdims, out)
+    def max(self, axis=None, keepdims=False, out=None): return self._reduce("reduce_max", axis, keepdims, out)
+    def min(self, axis=None, keepdims=False, out=None): return self._reduce(_require("min"), axis, keepdims, out)
+    def prod(self, axis=None, keepdims=False, out=None): return self._reduce(_require("prod"), axis, keepdims, out)
+    def var(self, axis=None, keepdims=False, out=None): return self._reduce(_require("var"), axis, keepdims, out)
+    def std(self, axis=None, keepdims=False, out=None): return self._reduce(_require("std"), axis, keepdims, out)
+    def argmax(self, axis=None): return self._reduce(_require("argmax"), axis, False)
+    def argmin(self, axis=None): return self._reduce(_require("argmin"), axis, False)
+
+    # ---- data movement -------------------------------------------------------------
+    @property
+    def T(self) -> "Tensor":
+        return self.transpose()
+
+    def transpose(self, *axes: int) -> "Tensor":
+        axes = tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        perm = list(axes) if axes else list(range(self.ndim))[::-1]
+        perm = [a + self.ndim if a < 0 else a for a in perm]
+        if sorted(perm) != list(range(self.ndim)):
+            raise ShapeError(f"transpose: axes {list(axes)} are not a permutation of 0..{self.ndim - 1} "
+                             f"for '{self.name}' of shape {list(self.shape)}")
+        out_vars = [f"i{k}" for k in range(self.ndim)]
+        idx = [None] * self.ndim
+        for j, a in enumerate(perm):
+            idx[a] = _pto.var(out_vars[j])
+        return _define(self._trace, "transpose", out_vars, [self.shape[a] for a in perm], self._h(*idx),
+                       "data_movement")
+
+    def reshape(self, *shape: Any) -> "Tensor":
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return reshape(self, shape)
+
+    def flatten(self) -> "Tensor":
+        return reshape(self, (-1,))
+
+    def __getitem__(self, key: Any) -> "Tensor":
+        return _getitem(self, key)
+
+    def astype(self, dtype: Any) -> "Tensor":
+        dt = dtype_name(dtype)
+        return elementwise("cast", [self], lambda x: _pto.cast(dt, x))
+
+    def to(self, device: str) -> "Tensor":
+        """Places the stage producing this tensor on `device` (the schedule's `device`).
+
+        Inputs get a copy stage on that device. The target decides whether the
+        device exists: on a CPU-only target a non-cpu device is a ScheduleError
+        when the kernel is compiled.
+        """
+        t = self
+        if self.name in {n for n, _, _ in self.program.inputs()}:
+            t = elementwise(f"to_{device}", [self], lambda x: x)
+        self._trace.devices[t.name] = device
+        return t
+
+
+_DTYPE_WORDS = set(_pto.dtype_names()) | {"float32", "float64", "float16", "bfloat16", "int32", "int64",
+                                          "int8", "int16", "uint8", "fp16", "fp32"}
+
+
+def _int32ish(a: Any, b: Any) -> bool:
+    """Both operands integers of at most 32 bits (Python ints count)."""
+    def ok(x: Any) -> bool:
+        if isinstance(x, Tensor):
+            return x.dtype in ("i8", "i16", "i32", "u8", "u16")
+        return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+    return ok(a) and ok(b)
+
+
+def _true(o: Any) -> Any:
+    return o._true() if isinstance(o, Tensor) else o
+
+
+def _is_float(dt: str) -> bool:
+    return dt in ("f16", "bf16", "f32", "f64")
+
+
+def _require(method: str) -> str:
+    op = MISSING_OPERATORS[method]
+    if op not in _registry():
+        raise NotImplementedError(f"Tensor.{method} needs the operator '{op}', which the C++ operator library "
+                                  f"does not have yet (see pypto.ops.names())")
+    return op
+
+
+def _trace_of(args: Sequence[Any]) -> _Trace:
+    traces = {id(a._trace): a._trace for a in args if isinstance(a, Tensor)}
+    if not traces:
+        raise TypeError("expected at least one pypto.Tensor argument")
+    if len(traces) > 1:
+        raise ValueError("tensors of different kernels (traces) cannot be combined")
+    return next(iter(traces.values()))
+
+
+# Stage names that equal C math-library functions break Halide's JIT linking
+# ("Symbol not found: x.buffer" for a Func named `tanh`); such stages get a suffix.
+_LIBM = {"exp", "log", "sqrt", "tanh", "sin", "cos", "tan", "erf", "floor", "ceil", "abs", "pow", "fmod",
+         "round", "trunc", "sinh", "cosh", "asin", "acos", "atan", "atan2", "exp2", "log2", "fabs", "fmin",
+         "fmax", "max", "min", "div", "mod"}
+
+
+def _define(trace: _Trace, op: str, vars: list[str], shape: Sequence[int | str], value: Any,
+            kind: str = "elementwise") -> Tensor:
+    p = trace.program
+    base = f"{op}_v" if op in _LIBM else op
+    return Tensor(p.define(p.unique_name(base), vars, list(shape), value, kind, op), trace)
+
+
+def call(op: str, *inputs: Tensor, name: str = "", **attrs: Any) -> Tensor:
+    """Calls library operator `op` by name (the one generic binding, ops::call)."""
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: input {i} must be a pypto.Tensor, got {type(t).__name__}")
+    trace = _trace_of(inputs)
+    try:
+        h = _pto.ops_call(op, [t._h for t in inputs], json.dumps(attrs), name)
+    except ShapeError as e:
+        # Some library operators need static sizes on some dims (e.g. the normalized
+        # dim of layer_norm); a kernel then specializes per shape instead of failing.
+        symbolic = any(isinstance(d, str) for t in inputs for d in t.shape)
+        if symbolic and ("symbolic" in str(e) or "static" in str(e)):
+            raise NeedsStaticShape(str(e)) from e
+        raise
+    return Tensor(h, trace)
+
+
+def elementwise(op: str, inputs: Sequence[Tensor], f: Callable[..., Any], dtype: str | None = None) -> Tensor:
+    """out[idx] = f(in_0[idx_0], ...) over numpy-broadcast inputs, as one element definition."""
+    trace = _trace_of(inputs)
+    shape = broadcast_shapes(op, [t.shape for t in inputs])
+    vars = [f"i{k}" for k in range(len(shape))]
+    args = []
+    for t in inputs:
+        off = len(shape) - t.ndim
+        idx = [0 if (d == 1 and shape[off + k] != 1) else _pto.var(vars[off + k]) for k, d in enumerate(t.shape)]
+        args.append(t._h(*idx))
+    value = f(*args)
+    if dtype is not None:
+        value = _pto.cast(dtype, value)
+    return _define(trace, op, vars, shape, value)
+
+
+def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """numpy reshape (row-major) as an index map; symbolic dims may only gain or lose size-1 dims."""
+    shape = [int(d) if isinstance(d, (int, np.integer)) else d for d in shape]
+    if list(shape) == list(x.shape):
+        return x
+    if all(isinstance(d, int) for d in x.shape):
+        n = int(np.prod(x.shape, dtype=np.int64))
+        if sum(1 for d in shape if d == -1) > 1 or any(not isinstance(d, int) for d in shape):
+            raise ShapeError(f"reshape: bad shape {list(shape)} for '{x.name}' of shape {list(x.shape)}")
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if -1 in shape:
+            if known == 0 or n % known:
+                raise ShapeError(f"reshape: cannot infer -1 in {list(shape)} for {n} elements of '{x.name}'")
+            shape = [n // known if d == -1 else d for d in shape]
+        if int(np.prod(shape, dtype=np.int64)) != n:
+            raise ShapeError(f"reshape: '{x.name}' of shape {list(x.shape)} ({n} elements) cannot become "
+                             f"{list(shape)} ({int(np.prod(shape, dtype=np.int64))} elements)")
+        vars = [f"i{k}" for k in range(len(shape))]
+        flat: Any = 0
+        stride = 1
+        for k in range(len(shape) - 1, -1, -1):
+            if shape[k] != 1:
+                flat = _pto.var(vars[k]) * stride + flat
+            stride *= shape[k]
+        idx = []
+        stride = 1
+        for k in range(x.ndim - 1, -1, -1):
+            e = flat / stride if stride != 1 else flat
+            idx.append(e % x.shape[k] if k > 0 else e)
+            stride *= x.shape[k]
+        return _define(x._trace, "reshape", vars, shape, x._h(*idx[::-1]), "data_movement")
+    # Symbolic: only adding/removing unit dims keeps an affine index map.
+    if [d for d in shape if d != 1] != [d for d in x.shape if d != 1]:
+        raise NeedsStaticShape(f"reshape of '{x.name}' {list(x.shape)} to {list(shape)} merges or splits "
+                               "symbolic dims (an index map over symbolic sizes needs a library 'reshape' "
+                               "operator, which the C++ operator library does not have yet)")
+    vars = [f"i{k}" for k in range(len(shape))]
+    src = iter(k for k, d in enumerate(shape) if d != 1)
+    idx = [0 if d == 1 else _pto.var(vars[next(src)]) for d in x.shape]
+    return _define(x._trace, "reshape", vars, shape, x._h(*idx), "data_movement")
+
+
+def _getitem(x: Tensor, key: Any) -> Tensor:
+    key = key if isinstance(key, tuple) else (key,)
+    if any(isinstance(k, (Tensor, list, np.ndarray)) for k in key):
+        raise NotImplementedError("indexing with arrays (gather) needs a library 'gather' operator, which the "
+                                  "C++ operator library does not have yet")
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_real > x.ndim:
+        raise IndexError(f"too many indices for '{x.name}' of shape {list(x.shape)}: {n_real}")
+    if Ellipsis in key:
+        i = key.index(Ellipsis)
+        key = key[:i] + (slice(None),) * (x.ndim - n_real) + key[i + 1:]
+    key = key + (slice(None),) * (x.ndim - sum(1 for k in key if k is not None))
+    out_shape: list[int | str] = []
+    idx: list[Any] = []
+    axis = 0
+    for k in key:
+        if k is None:
+            out_shape.append(1)
+            continue
+        d = x.shape[axis]
+        if isinstance(k, (int, np.integer)):
+            k = int(k)
+            if isinstance(d, int):
+                if not -d <= k < d:
+                    raise IndexError(f"index {k} is out of bounds for axis {axis} of '{x.name}' (size {d})")
+                k %= d
+            elif k < 0:
+                raise NeedsStaticShape(f"negative index {k} on symbolic axis {axis} ('{d}') of '{x.name}'")
+            idx.append(k)
+        elif isinstance(k, slice):
+            v = _pto.var(f"i{len(out_shape)}")
+            if isinstance(d, int):
+                start, stop, step = k.indices(d)
+                n = len(range(start, stop, step))
+                if n == 0:
+                    raise ShapeError(f"slice {k} of axis {axis} of '{x.name}' (size {d}) is empty")
+                out_shape.append(n)
+                idx.append(v * step + start if (step != 1 or start) else v)
+            elif k == slice(None):
+                out_shape.append(d)
+                idx.append(v)
+            else:
+                raise NeedsStaticShape(f"slice {k} of symbolic axis {axis} ('{d}') of '{x.name}': the result "
+                                          "would need a symbolic extent expression")
+        else:
+            raise IndexError(f"unsupported index {k!r} for '{x.name}'")
+        axis += 1
+    vars = [f"i{k}" for k in range(len(out_shape))]
+    return _define(x._trace, "slice", vars, out_shape, x._h(*idx), "data_movement")
+
+
+# ---- functions ------------------------------------------------------------------
+def _unary(name: str) -> Callable[[Tensor], Tensor]:
+    def f(x: Tensor) -> Tensor:
+        return elementwise(name, [x], lambda e: _pto.unary(name, e))
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name}(x)."
+    return f
+
+
+exp, log, sqrt, tanh, sin, cos, erf, floor, ceil = (_unary(n) for n in
+                                                    ("exp", "log", "sqrt", "tanh", "sin", "cos", "erf", "floor",
+                                                     "ceil"))
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return elementwise("sigmoid", [x], lambda e: 1.0 / (1.0 + _pto.unary("exp", -e)))
+
+
+def where(cond: Tensor, a: Tensor | float, b: Tensor | float) -> Tensor:
+    ts = [t for t in (cond, a, b) if isinstance(t, Tensor)]
+    pos = {id(t): i for i, t in enumerate(ts)}
+
+    def f(*args):
+        pick = lambda v: args[pos[id(v)]] if isinstance(v, Tensor) else _scalar(v)  # noqa: E731
+        return _pto.select(pick(cond), pick(a), pick(b))
+    return elementwise("where", ts, f)
+
+
+def maximum(a: Tensor, b: Any) -> Tensor:
+    return call("maximum", a, b) if isinstance(b, Tensor) and a.dtype == b.dtype else a._binary(b, "max", None)
+
+
+def minimum(a: Tensor, b: Any) -> Tensor:
+    return call("minimum", a, b) if isinstance(b, Tensor) and a.dtype == b.dtype else a._binary(b, "min", None)
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    return call("matmul", a, b)
+
+
+def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
+    return x.transpose(*(axes or ()))

@@ -1,0 +1,147 @@
+"""Decorator caching, schedule exploration (edit -> run -> same result), tuning, export + ctypes."""
+import numpy as np
+import pytest
+
+import pypto
+
+
+def mbr_ref(a, b, bias):
+    return np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0.0)
+
+
+def f32_matmul_tol(k):
+    # f32 accumulation of k products of values in [0, 1): error <= k * 2^-24 * sum|a*b| <= k^2 * 6e-8;
+    # as relative error of results ~k/4, k * 2.4e-7 bounds it with margin.
+    return dict(rtol=k * 2.4e-7 + 1e-6, atol=1e-6)
+
+
+@pytest.fixture
+def mats(rng):
+    a = rng.random((40, 24), dtype=np.float32)
+    b = rng.random((24, 72), dtype=np.float32)
+    bias = rng.random(72, dtype=np.float32)
+    return a, b, bias
+
+
+def test_compiles_once_per_signature_and_not_per_size(rng):
+    @pypto.kernel
+    def mm(A: pypto.Tensor, B: pypto.Tensor):
+        return A @ B
+    for m, k, n in [(8, 5, 3), (9, 5, 3), (17, 11, 13), (1, 4, 6)]:
+        a, b = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
+        np.testing.assert_allclose(mm(a, b), a.astype(np.float64) @ b, **f32_matmul_tol(k))
+    # (8,5,3), (9,5,3), (17,11,13) share one symbolic signature; (1,4,6) has a unit dim.
+    assert mm.cache_info == {"signatures": 2, "traces": 2, "compiled": 2}
+    a = rng.random((6, 6), dtype=np.float32)
+    mm(a, a)  # M == K == N: a different pattern of equal sizes -> new signature
+    mm(a.astype(np.float64), a.astype(np.float64))  # new dtype -> new signature
+    assert mm.cache_info["signatures"] == 4
+
+
+def test_static_kernels_compile_per_shape(rng):
+    k = pypto.kernel(lambda x: x * 2.0, dynamic=False)
+    for n in (3, 4, 3):
+        k(rng.random(n).astype(np.float32))
+    assert k.cache_info == {"signatures": 2, "traces": 2, "compiled": 2}
+
+
+def test_schedule_edit_run_same_result(mats):
+    a, b, bias = mats
+
+    @pypto.kernel(dynamic=False)
+    def mbr(A, B, bias):
+        return pypto.relu(pypto.ops.matmul(A, B, name="mm") + bias)
+    want = mbr_ref(a, b, bias)
+    np.testing.assert_allclose(mbr(a, b, bias), want, **f32_matmul_tol(24))
+    s = mbr.schedule()
+    assert "mm" in s.stages and "loop" in mbr.explain()
+    out = mbr.stages()[-1]
+    s.set_options(threads=1)
+    del s["mm"]
+    s[out].clear().compute_root()
+    s["mm"].update.tile(i=8, j=16).order("i_o", "j_o", "k", "i_i", "j_i").vectorize("j_i", 16).parallel("i_o")
+    s["mm"].vectorize("j", 8)
+    s["add"].compute_inline()
+    s[out].tile(i0=8, i1=32).vectorize("i1_i", 16).parallel("i0_o")
+    text = mbr.explain()
+    assert "vectorized" in text or "vectorize" in text
+    np.testing.assert_allclose(mbr(a, b, bias), want, **f32_matmul_tol(24))
+    assert mbr.cache_info["compiled"] == 2
+    # The same schedule through JSON, and opt_level 0 (the debugging baseline) agree too.
+    mbr.set_schedule(pypto.Schedule.from_json(s.to_json()))
+    np.testing.assert_allclose(mbr(a, b, bias), want, **f32_matmul_tol(24))
+    mbr.schedule().set_options(opt_level=0)
+    np.testing.assert_allclose(mbr(a, b, bias), want, **f32_matmul_tol(24))
+
+
+def test_time_reports_median_and_spread(mats):
+    k = pypto.kernel(lambda a, b: a @ b)
+    t = k.time(mats[0], mats[1], min_seconds=0.01)
+    assert 0 < t.min_ms <= t.median_ms <= t.max_ms and t.reps >= 5
+    assert t.flops == 2 * 40 * 24 * 72 and t.gflops > 0
+    assert "median" in str(t)
+
+
+def test_small_budget_tune_finds_a_correct_schedule_no_slower_than_baseline(mats):
+    a, b, bias = mats
+
+    @pypto.kernel(dynamic=False)
+    def mbr(A, B, bias):
+        return pypto.relu(A @ B + bias)
+    r = mbr.tune(a, b, bias, trials=5, seed=3, progress=False, min_seconds=0.01)
+    assert len(r.trials) == 5 and r.trials[0].status == "ok"
+    assert r.best_ms <= r.baseline_ms
+    assert [c[1] for c in r.curve] == sorted((c[1] for c in r.curve), reverse=True)  # best-so-far never rises
+    assert mbr.schedule() == r.best_schedule
+    for t in r.trials:
+        assert t.status != "ok" or t.rel_error <= 1e-3
+    np.testing.assert_allclose(mbr(a, b, bias), mbr_ref(a, b, bias), **f32_matmul_tol(24))
+    with pytest.raises(ValueError, match="unknown engine"):
+        mbr.tune(a, b, bias, trials=1, engine="nosuch")
+
+
+def test_export_then_ctypes_load(mats, tmp_path):
+    a, b, bias = mats
+
+    @pypto.kernel(dynamic=False)
+    def mbr_lib(A, B, bias):
+        return pypto.relu(A @ B + bias)
+    lib = mbr_lib.export(a, b, bias, path=str(tmp_path))
+    assert (tmp_path / "mbr_lib.a").exists() and (tmp_path / "mbr_lib_pto.h").exists()
+    got = lib.load()(a, b, bias)
+    np.testing.assert_allclose(got, mbr_ref(a, b, bias), **f32_matmul_tol(24))
+
+
+def test_export_symbolic_sizes_serve_every_size(rng, tmp_path):
+    @pypto.kernel
+    def scale_add(x: pypto.Tensor["n"], y: pypto.Tensor["n"]):
+        return x * 3.0 + y
+    x = rng.random(10).astype(np.float32)
+    lib = scale_add.export(x, x, path=str(tmp_path)).load()
+    assert lib.meta.symbols == ["n"]
+    for n in (1, 17, 100):
+        x, y = rng.random(n).astype(np.float32), rng.random(n).astype(np.float32)
+        # x*3 + y in f32: two roundings of values < 4.
+        np.testing.assert_allclose(lib(x, y), x.astype(np.float64) * 3 + y, rtol=2.5e-7, atol=1e-7)
+    with pytest.raises(ValueError, match="binds 'n'"):
+        lib(np.ones(3, np.float32), np.ones(4, np.float32))
+
+
+def test_stage_times_and_plots(mats):
+    import matplotlib
+    matplotlib.use("Agg")
+    a, b, bias = mats
+
+    @pypto.kernel(dynamic=False)
+    def mbr(A, B, bias):
+        return pypto.relu(A @ B + bias)
+    times = mbr.stage_times(a, b, bias, min_seconds=0.005)
+    assert set(times) == set(mbr.stages())
+    assert all(t.median_ms > 0 for t in times.values())
+    r = mbr.tune(a, b, bias, trials=3, progress=False, min_seconds=0.005)
+    assert pypto.plots.tuning_curve(r).get_xlabel() == "trial"
+    assert len(pypto.plots.stage_bars(times).patches) == len(times)
+    t = mbr.time(a, b, bias, min_seconds=0.01)
+    ax = pypto.plots.roofline([("mbr", mbr.flops(a, b, bias), mbr.io_bytes(a, b, bias), t.median_ms)],
+                              peak_gflops=100.0, peak_gbs=20.0)
+    assert ax.get_xscale() == "log"

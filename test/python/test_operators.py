@@ -1,0 +1,152 @@
+"""Every numpy-style operator on traced tensors against numpy in float64.
+
+Inputs are float32 in [0.5, 1.5) (positive, so log/sqrt/pow are defined); the
+kernel computes in f32 and numpy in float64 on the same f32 values. Tolerance:
+rtol 1e-5 covers a handful of f32 roundings (2^-24 each) in the elementwise
+formulas and f32 accumulation over the <= 24 terms reduced here (24 * 2^-24 ~ 1.4e-6);
+atol 1e-6 covers results near zero (differences, sin/cos).
+"""
+import numpy as np
+import pytest
+
+import pypto
+from pypto.tensor import MISSING_OPERATORS
+
+RTOL, ATOL = 1e-5, 1e-6
+
+# (id, pypto function of (x, y, v), numpy function of (x, y, v)); x, y: [4, 6], v: [6]
+CASES = [
+    ("add", lambda x, y, v: x + y, None),
+    ("add_broadcast", lambda x, y, v: x + v, None),
+    ("sub", lambda x, y, v: x - y, None),
+    ("mul", lambda x, y, v: x * y, None),
+    ("div", lambda x, y, v: x / y, None),
+    ("radd_scalar", lambda x, y, v: 2 + x, None),
+    ("rsub_scalar", lambda x, y, v: 1.5 - x, None),
+    ("mul_scalar", lambda x, y, v: x * 3.0, None),
+    ("rtruediv_scalar", lambda x, y, v: 1.0 / x, None),
+    ("pow_scalar", lambda x, y, v: x ** 2.0, None),
+    ("pow_tensor", lambda x, y, v: x ** y, None),
+    ("mod_scalar", lambda x, y, v: (x * 10) % 3.0, None),
+    ("floordiv", lambda x, y, v: (x * 10) // y, None),
+    ("neg", lambda x, y, v: -x, None),
+    ("abs", lambda x, y, v: abs(x - 1.0), None),
+    ("matmul", lambda x, y, v: x @ y.T, None),
+    ("matmul_vec", lambda x, y, v: x @ v, None),
+    ("sum_all", lambda x, y, v: x.sum(), None),
+    ("sum_axis0", lambda x, y, v: x.sum(axis=0), None),
+    ("sum_axis1_keepdims", lambda x, y, v: x.sum(axis=1, keepdims=True), None),
+    ("mean", lambda x, y, v: x.mean(axis=-1), None),
+    ("max", lambda x, y, v: x.max(axis=0), None),
+    ("T", lambda x, y, v: x.T, None),
+    ("transpose_axes", lambda x, y, v: x.reshape(2, 2, 6).transpose(2, 0, 1), None),
+    ("reshape", lambda x, y, v: x.reshape(3, 8), None),
+    ("reshape_infer", lambda x, y, v: x.reshape(-1, 12), None),
+    ("flatten", lambda x, y, v: x.flatten(), None),
+    ("index_int", lambda x, y, v: x[1], None),
+    ("index_negative", lambda x, y, v: x[-1, 2:], None),
+    ("slice_step", lambda x, y, v: x[::2, 1:5:2], None),
+    ("newaxis_ellipsis", lambda x, y, v: x[None, ..., 3], None),
+    ("gt_where", lambda x, y, v: pypto.where(x > y, x, y), lambda x, y, v: np.where(x > y, x, y)),
+    ("le_where_scalar", lambda x, y, v: pypto.where(x <= 1.0, x, 0.0), lambda x, y, v: np.where(x <= 1.0, x, 0.0)),
+    ("eq_astype", lambda x, y, v: (x == x).astype("f32"), lambda x, y, v: (x == x).astype(np.float32)),
+    ("exp", lambda x, y, v: pypto.exp(x), lambda x, y, v: np.exp(x)),
+    ("log", lambda x, y, v: pypto.log(x), lambda x, y, v: np.log(x)),
+    ("sqrt", lambda x, y, v: pypto.sqrt(x), lambda x, y, v: np.sqrt(x)),
+    ("tanh", lambda x, y, v: pypto.tanh(x), lambda x, y, v: np.tanh(x)),
+    ("sin", lambda x, y, v: pypto.sin(x), lambda x, y, v: np.sin(x)),
+    ("sigmoid", lambda x, y, v: pypto.sigmoid(x), lambda x, y, v: 1 / (1 + np.exp(-x))),
+    ("maximum", lambda x, y, v: pypto.maximum(x, y), lambda x, y, v: np.maximum(x, y)),
+    ("minimum_scalar", lambda x, y, v: pypto.minimum(x, 1.0), lambda x, y, v: np.minimum(x, 1.0)),
+    ("astype_f64", lambda x, y, v: x.astype(np.float64) * 2, lambda x, y, v: x * 2),
+    ("chain", lambda x, y, v: ((x @ y.T) * 0.5 + 1).sum(axis=1) - 2, None),
+]
+
+
+@pytest.mark.parametrize("dynamic", [True, False], ids=["symbolic", "static"])
+@pytest.mark.parametrize("name,f,ref", CASES, ids=[c[0] for c in CASES])
+def test_operator_matches_numpy(name, f, ref, dynamic, rng):
+    x = (rng.random((4, 6)) + 0.5).astype(np.float32)
+    y = (rng.random((4, 6)) + 0.5).astype(np.float32)
+    v = (rng.random(6) + 0.5).astype(np.float32)
+    k = pypto.kernel(f, dynamic=dynamic, name=f"op_{name}")
+    got = k(x, y, v)
+    x64, y64, v64 = (a.astype(np.float64) for a in (x, y, v))
+    want = (ref or f)(x64, y64, v64)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("method", sorted(MISSING_OPERATORS))
+def test_missing_library_operators_raise_not_implemented_or_work(method, rng):
+    x = (rng.random((3, 5)) + 0.5).astype(np.float32)
+    op = MISSING_OPERATORS[method]
+    if not hasattr(pypto.Tensor, method):
+        pytest.skip(f"{method} is not a Tensor method")
+    k = pypto.kernel(lambda x: getattr(x, method)(axis=0), name=f"m_{method}")
+    if op in pypto.ops.names():
+        # The operator has landed in C++: then it must agree with numpy.
+        np.testing.assert_allclose(k(x), getattr(x.astype(np.float64), method)(axis=0), rtol=RTOL, atol=ATOL)
+    else:
+        with pytest.raises(NotImplementedError, match=f"'{op}'"):
+            k(x)
+
+
+def test_library_ops_through_the_registry(rng):
+    x = rng.standard_normal((4, 10)).astype(np.float32)
+    g = (rng.random(10) + 0.5).astype(np.float32)
+    b = rng.standard_normal(10).astype(np.float32)
+
+    @pypto.kernel
+    def f(x, g, b):
+        return (pypto.ops.softmax(x, axis=-1), pypto.ops.layer_norm(x, g, b, eps=1e-5), pypto.ops.gelu(x),
+                pypto.ops.relu(x))
+    sm, ln, ge, re = f(x, g, b)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(sm, e / e.sum(axis=-1, keepdims=True), rtol=RTOL, atol=ATOL)
+    mu, var = x64.mean(-1, keepdims=True), x64.var(-1, keepdims=True)
+    # layer_norm divides by sqrt(var + eps) with var ~ 1 over 10 terms: a few f32 roundings.
+    np.testing.assert_allclose(ln, (x64 - mu) / np.sqrt(var + 1e-5) * g + b, rtol=1e-4, atol=1e-5)
+    from math import erf
+    np.testing.assert_allclose(ge, 0.5 * x64 * (1 + np.vectorize(erf)(x64 / np.sqrt(2))), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(re, np.maximum(x64, 0), rtol=0, atol=0)
+
+
+def test_every_registry_operator_is_reachable():
+    names = pypto.ops.names()
+    assert len(names) >= 10 and "matmul" in names
+    for n in names:
+        f = getattr(pypto.ops, n)
+        assert f.__name__ == n and n in f.__doc__
+    with pytest.raises(AttributeError, match="no operator 'nosuch'"):
+        pypto.ops.nosuch
+
+
+def test_unsupported_indexing_raises_not_implemented():
+    k = pypto.kernel(lambda x, i: x[i])
+    with pytest.raises(NotImplementedError, match="gather"):
+        k(np.ones((3, 3), np.float32), np.zeros(2, np.int32))
+
+
+def test_symbolic_slicing_falls_back_to_static_shapes(rng):
+    k = pypto.kernel(lambda x: x[1:] * 2.0, name="tail")
+    for n in (5, 7):
+        x = rng.random((n, 3)).astype(np.float32)
+        np.testing.assert_allclose(k(x), x[1:].astype(np.float64) * 2, rtol=RTOL)
+    assert k.cache_info["signatures"] == 2  # one per shape, since the slice needs static sizes
+
+
+def test_tensor_misuse_is_reported():
+    with pytest.raises(TypeError, match="truth value"):
+        pypto.kernel(lambda x: x if x else x)(np.ones(2, np.float32))
+    with pytest.raises(TypeError, match="no values yet"):
+        pypto.kernel(lambda x: np.asarray(x) + 1)(np.ones(2, np.float32))
+    # numpy's functions that defer to methods work on traced tensors.
+    np.testing.assert_allclose(pypto.kernel(lambda x: np.sum(x, axis=0))(np.ones((3, 2), np.float32)), [3, 3])
+    with pytest.raises(ValueError, match="transpose: axes"):
+        pypto.kernel(lambda x: x.transpose(0, 0))(np.ones((2, 2), np.float32))
+    with pytest.raises(ValueError, match="reshape"):
+        pypto.kernel(lambda x: x.reshape(3, 3), dynamic=False)(np.ones((2, 2), np.float32))
+    with pytest.raises(IndexError, match="out of bounds"):
+        pypto.kernel(lambda x: x[5], dynamic=False)(np.ones((2, 2), np.float32))
