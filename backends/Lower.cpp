@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "dsl/IRVisitor.h"
 #include "schedules/LoopNest.h"
@@ -35,6 +36,23 @@ std::vector<Halide::Argument> LoweredPipeline::arguments() const {
 }
 
 namespace {
+
+// Halide turns Func and buffer names into symbols of the generated code; a
+// stage called `tanh` or `int` would collide with libm or C. Such names get a
+// trailing underscore in Halide (PTO-level names are unchanged).
+std::string symbol_name(const std::string& n) {
+  static const std::set<std::string> reserved = {
+      "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "cos", "cosh", "erf",
+      "erfc", "exp", "exp2", "expm1", "fabs", "floor", "fma", "fmax", "fmin", "fmod", "hypot", "log", "log10",
+      "log1p", "log2", "lround", "max", "min", "nearbyint", "pow", "remainder", "rint", "round", "sin", "sinh",
+      "sqrt", "tan", "tanh", "trunc", "memcpy", "memset", "malloc", "free", "abort", "exit", "printf",
+      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
+      "float", "for", "goto", "if", "inline", "int", "long", "register", "return", "short", "signed", "sizeof",
+      "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool", "true",
+      "false", "main", "new", "delete", "class", "this", "template", "namespace", "operator", "private",
+      "public", "protected", "virtual", "friend", "throw", "try", "catch", "using", "export", "div", "ldiv"};
+  return reserved.count(n) ? n + "_" : n;
+}
 
 // Translates one stage's element expression into a Halide Expr.
 class ExprLowering : public IRVisitor {
@@ -170,7 +188,7 @@ class Lowering {
     if (!s_.options.bounds_checks) out.target = out.target.with_feature(Halide::Target::NoAsserts);
     if (s_.options.profile) out.target = out.target.with_feature(Halide::Target::Profile);
     for (const TensorInfo& in : p_.inputs()) {
-      Halide::ImageParam ip(halide_type(in.dtype), static_cast<int>(in.shape.size()), in.name);
+      Halide::ImageParam ip(halide_type(in.dtype), static_cast<int>(in.shape.size()), symbol_name(in.name));
       constrain(ip, in.shape, in.name);
       inputs_.emplace(in.name, ip);
       out.inputs.push_back(ip);
@@ -236,7 +254,7 @@ class Lowering {
     if (is_float(st.value.type())) compute = prec.compute;
 
     if (!st.reduce) {
-      Halide::Func f(st.name);
+      Halide::Func f(symbol_name(st.name));
       ExprLowering el(vars, inputs_, funcs_, types_, compute);
       Halide::Expr v = el.lower(st.value);
       f(args) = Halide::cast(halide_type(prec.storage), v);
@@ -258,7 +276,7 @@ class Lowering {
       body = body + Halide::cast(body.type(), rd[k] * 0);
     const ReduceOp op = *st.reduce;
     if (op == ReduceOp::ArgMin || op == ReduceOp::ArgMax) {
-      Halide::Func g(st.name + "__arg");
+      Halide::Func g(symbol_name(st.name) + "__arg");
       const Halide::Type vt = body.type();
       g(args) = Halide::Tuple(Halide::cast(Halide::Int(64), 0), op == ReduceOp::ArgMax ? type_min(vt) : type_max(vt));
       // Strict comparison keeps the first extreme index, as numpy does; NaN wins like numpy.
@@ -267,7 +285,7 @@ class Lowering {
       const Halide::Expr take = (better || (Halide::is_nan(body) && !Halide::is_nan(best))) && !Halide::is_nan(best);
       g(args) = Halide::Tuple(Halide::select(vt.is_float() ? take : better, Halide::cast(Halide::Int(64), rd[0]), g(args)[0]),
                               Halide::select(vt.is_float() ? take : better, body, best));
-      Halide::Func f(st.name);
+      Halide::Func f(symbol_name(st.name));
       f(args) = g(args)[0];
       helpers_.emplace(st.name, g);
       funcs_.emplace(st.name, f);
@@ -277,7 +295,7 @@ class Lowering {
     // When storage and accumulator types differ, the reduction runs in its own
     // Func `<stage>__acc` and the stage's Func stores the narrowed result.
     const bool wrapped = prec.storage != prec.accumulate;
-    Halide::Func f(wrapped ? st.name + "__acc" : st.name);
+    Halide::Func f(wrapped ? symbol_name(st.name) + "__acc" : symbol_name(st.name));
     const Halide::Expr b = Halide::cast(acc, body);
     switch (op) {
       case ReduceOp::Sum: f(args) = Halide::cast(acc, 0); f(args) = f(args) + b; break;
@@ -287,7 +305,7 @@ class Lowering {
       default: break;
     }
     if (wrapped) {
-      Halide::Func w(st.name);
+      Halide::Func w(symbol_name(st.name));
       w(args) = Halide::cast(halide_type(prec.storage), f(args));
       helpers_.emplace(st.name, f);
       funcs_.emplace(st.name, w);

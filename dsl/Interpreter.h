@@ -4,8 +4,9 @@
 // It evaluates the IR directly, element by element, without Halide, so it is
 // an independent oracle for the code generator (slow: use small sizes).
 // Floating-point values are carried in double whatever their logical type;
-// integer and bool casts truncate as C does; integer division and modulo floor
-// like Halide and numpy.
+// integer and bool casts truncate as C does; integer division and modulo are
+// Halide's Euclidean ones (remainder >= 0: numpy's for positive divisors; the
+// ops library adds numpy's sign rule where it promises numpy semantics).
 #pragma once
 
 #include <map>

@@ -270,8 +270,14 @@ class Tensor:
     def prod(self, axis=None, keepdims=False, out=None): return self._reduce(_require("prod"), axis, keepdims, out)
     def var(self, axis=None, keepdims=False, out=None): return self._reduce(_require("var"), axis, keepdims, out)
     def std(self, axis=None, keepdims=False, out=None): return self._reduce(_require("std"), axis, keepdims, out)
-    def argmax(self, axis=None): return self._reduce(_require("argmax"), axis, False)
-    def argmin(self, axis=None): return self._reduce(_require("argmin"), axis, False)
+    def argmax(self, axis=None): return self._arg(_require("argmax"), axis)
+    def argmin(self, axis=None): return self._arg(_require("argmin"), axis)
+
+    def _arg(self, lib: str, axis: Any) -> "Tensor":
+        # numpy: axis=None means the flattened array; the library op takes one axis.
+        if axis is None:
+            return call(lib, self.reshape(-1), axis=0)
+        return call(lib, self, axis=int(axis))
 
     # ---- data movement -------------------------------------------------------------
     @property

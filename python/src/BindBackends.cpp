@@ -196,7 +196,7 @@ void bind_backends(py::module_& m) {
     }
     py::dict d;
     d["library"] = g.library;
-    d["halide_header"] = g.halide_header;
+    d["halide_header"] = g.halide_headers.empty() ? std::string() : g.halide_headers.front();
     d["header"] = g.header;
     return d;
   }, py::arg("program"), py::arg("schedule"), py::arg("target"), py::arg("out_dir"), py::arg("name"));

@@ -191,3 +191,13 @@ TEST_CASE("a reduction whose body ignores its reduction variables still iterates
   CHECK(out == std::vector<float>{20.f, 20.f, 20.f});
   CHECK(interpret(p, {{"X", HostTensor{{5, 3}, std::vector<double>(15, 0.0)}}}).at("C").data == std::vector<double>{20, 20, 20});
 }
+
+TEST_CASE("stages and inputs named like C or libm symbols compile and run", "[jit][regression]") {
+  Program p("names");
+  const Tensor x = p.input("exp", {4});
+  p.output(p.define("tanh", {"i"}, {4}, x(var("i")) * 2.0f));
+  const Kernel k(p, plain_schedule(p), parse_target("host"));
+  std::vector<float> in{1, 2, 3, 4}, out(4);
+  k.run({{in.data(), DType::F32, {4}, {}}}, {{out.data(), DType::F32, {4}, {}}});
+  CHECK(out == std::vector<float>{2, 4, 6, 8});
+}
