@@ -85,6 +85,15 @@ const std::vector<Entry>& entries() {
          p.output(ops::relu(ops::conv2d(x, w, p.input("b", {d("O")}), {1, 1}, {1, 1}, {1, 1}, 1, "conv"), "Y"));
          return p;
        }},
+      {{"batched_matmul", "C[b] = A[b] @ B[b], A: [Bt, M, K], B: [Bt, K, N] (matmul with a batch dim)",
+        {{"Bt", 8}, {"M", 256}, {"N", 256}, {"K", 256}}},
+       [](const auto& d) {
+         Program p("batched_matmul");
+         const Tensor a = p.input("A", {d("Bt"), d("M"), d("K")});
+         const Tensor b = p.input("B", {d("Bt"), d("K"), d("N")});
+         p.output(ops::matmul(a, b, "C"));
+         return p;
+       }},
   };
   return e;
 }

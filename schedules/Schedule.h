@@ -82,6 +82,11 @@ struct StageSchedule {
   std::optional<Placement> store;    // where its storage lives (default: with compute)
   LoopSchedule loops;                // pure definition
   std::optional<LoopSchedule> update;  // reduction update (default: no directives)
+  // A reduction accumulates into a separate buffer computed per iteration of
+  // this loop of its pure definition (a register or cache tile: the matmul
+  // micro-kernel when the stage has no consumer to be computed in), then
+  // writes it out. Empty: the reduction runs in the stage's own storage.
+  std::string accumulator_at;
   Precision precision;
   Pipelining pipeline;
   std::string device = "cpu";        // cpu | cuda | opencl
