@@ -437,6 +437,21 @@ class Lowering {
     }
     if (ss.compute.kind == Placement::Kind::Inline) return;
     const bool root = ss.compute.kind == Placement::Kind::Root;
+    // Packed copies: Halide's in() wrapper of the tensor, used only by the
+    // Func that reads it (the accumulator's when there is one), computed at
+    // the loop and vectorized along its contiguous dim.
+    for (const CacheRead& c : ss.cache) {
+      const auto h = helpers_.find(st.name);
+      const Halide::Func reader = st.reduce && h != helpers_.end() ? h->second : f;
+      Halide::Func w = inputs_.count(c.tensor) ? inputs_.at(c.tensor).in(reader) : funcs_.at(c.tensor).in(reader);
+      // Validation put the loop among the pure loops down to the accumulator tile or the update's loops.
+      const bool in_update = st.reduce && !pure_loop_above_accumulator(st, ss, c.loop);
+      if (in_update) w.compute_at(Halide::LoopLevel(reader, Halide::VarOrRVar(c.loop, is_rvar(st, c.loop))));
+      else w.compute_at(f, Halide::Var(c.loop));
+      const DType dt = p_.tensor(c.tensor).dtype;
+      const int lanes = t_.vector_lanes(dt == DType::Bool ? DType::U8 : dt);
+      if (lanes > 1 && !w.args().empty()) w.vectorize(w.args()[0], lanes, Halide::TailStrategy::GuardWithIf);
+    }
     apply_loops(st, f, ss.loops, false, root);
     if (has_update && ss.update) apply_loops(st, f.update(0), *ss.update, true, false);
     if (ss.pipeline.async) f.async();
@@ -460,6 +475,16 @@ class Lowering {
       if (th.size() == 3) f.gpu_threads(v(th, 2), v(th, 1), v(th, 0), api);
       if (th.empty() && b.empty()) f.gpu_single_thread(api);
     }
+  }
+
+  // Is `loop` one of the pure loops enclosing the stage's accumulator tile?
+  static bool pure_loop_above_accumulator(const Stage& st, const StageSchedule& ss, const std::string& loop) {
+    if (ss.accumulator_at.empty()) return false;
+    for (const Loop& l : loop_nest(st, ss.loops, false)) {
+      if (l.name == loop) return true;
+      if (l.name == ss.accumulator_at) break;
+    }
+    return false;
   }
 
   const Program& p_;

@@ -57,7 +57,7 @@ class Explainer {
         marks += u->second ? "unrolled x" + std::to_string(u->second) + " " : "unrolled ";
       if (ls.vectorize == l.name)
         marks += ls.vector_width ? "vectorized x" + std::to_string(ls.vector_width) + " " : "vectorized ";
-      const bool at_consumer = placement(st.name).kind == Placement::Kind::At && !l.reduction;
+      const bool at_consumer = (in_tile_ || placement(st.name).kind == Placement::Kind::At) && !l.reduction;
       const std::string ext = at_consumer && l.name == l.dim ? "(bounded by consumer)" : "[0, " + l.extent_str + ")";
       line(d, marks + "for " + l.name + " in " + ext + ":");
       ++d;
@@ -66,6 +66,10 @@ class Explainer {
         if (pl.kind == Placement::Kind::At && pl.stage == st.name && pl.loop == l.name && (update || !st.reduce))
           stage(prod, d);
       }
+      if (const StageSchedule* ss = sched(st.name))
+        for (const CacheRead& c : ss->cache)
+          if (c.loop == l.name && (update || !st.reduce || !ss->accumulator_at.empty()))
+            line(d, "cache " + c.tensor + ": dense copy of the region read, per iteration of " + c.loop);
       if (inner && l.name == inner_at) inner(d);
     }
     line(d, body);
@@ -105,7 +109,9 @@ class Explainer {
       nest(st, pure, false, depth + 1, lhs + " = " + acc, ss->accumulator_at, [&](int d) {
         line(d, "accumulator " + st.name + "__acc: per iteration of " + ss->accumulator_at);
         line(d + 1, acc + " = " + init);
+        in_tile_ = true;  // its pure loops span the tile
         nest(st, upd, true, d + 1, acc + " = " + std::string(to_string(*st.reduce)) + "(" + acc + ", " + to_string(st.value) + ")");
+        in_tile_ = false;
       });
       return;
     }
@@ -116,6 +122,7 @@ class Explainer {
   const Program& p_;
   const Schedule& s_;
   std::ostringstream os_;
+  bool in_tile_ = false;  // printing an accumulator tile's loops
 };
 
 }  // namespace

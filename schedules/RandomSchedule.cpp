@@ -123,6 +123,8 @@ class Drawer {
       std::vector<int> widths = {std::max(1, lanes / 4), std::max(1, lanes / 2), lanes, 2 * lanes};
       if (!at && !is_split(l) && l.extent > 0)  // root, untiled: the vector must fit the extent
         std::erase_if(widths, [&](int w) { return w > l.extent; });
+      if (is_split(l) && l.extent > 0)  // lanes must divide a tile's inner loop
+        std::erase_if(widths, [&](int w) { return l.extent % w != 0; });
       if (constant(l) && l.extent <= 32 && is_split(l)) widths.push_back(0);  // the whole tile
       if (!widths.empty()) {
         ls.vectorize = l.name;
@@ -177,7 +179,29 @@ class Drawer {
     const bool at = ss.compute.kind == Placement::Kind::At;
     if (ss.compute.kind != Placement::Kind::Inline) {
       ss.loops = draw_loops(st, false, at, compute);
-      if (st.reduce && coin(0.8)) ss.update = draw_loops(st, true, at, ss.precision.accumulate.value_or(compute));
+      if (st.reduce && coin(0.25)) {  // accumulate per iteration of a pure loop (a tile)
+        const auto pure = loop_nest(st, ss.loops, false);
+        if (!pure.empty()) ss.accumulator_at = pick(pure).name;
+      }
+      const bool tile = at || !ss.accumulator_at.empty();  // update extents bounded by a tile
+      if (st.reduce && coin(0.8)) ss.update = draw_loops(st, true, tile, ss.precision.accumulate.value_or(compute));
+      if (coin(0.15)) {  // a packed copy of something it reads
+        std::vector<std::string> loops;
+        if (!st.reduce || !ss.accumulator_at.empty())
+          for (const Loop& l : loop_nest(st, ss.loops, false)) {
+            loops.push_back(l.name);
+            if (l.name == ss.accumulator_at) break;
+          }
+        if (st.reduce) {
+          const LoopSchedule none;
+          for (const Loop& l : loop_nest(st, ss.update ? *ss.update : none, true)) loops.push_back(l.name);
+        }
+        // Inputs only: producers are placed after this stage, and a cached producer must be root or inline.
+        std::vector<std::string> ins;
+        for (const auto& r : st.reads())
+          if (!p_.find_stage(r)) ins.push_back(r);
+        if (!loops.empty() && !ins.empty()) ss.cache.push_back({pick(ins), pick(loops)});
+      }
       if (coin(o_.p_prefetch)) {
         std::vector<std::string> ins;
         for (const auto& r : st.reads())

@@ -192,6 +192,7 @@ json schedule_to_json(const Schedule& s) {
     if (st.store) js["store"] = placement_to_json(*st.store);
     if (st.update) js["update"] = loops_to_json(*st.update);
     if (!st.accumulator_at.empty()) js["accumulator_at"] = st.accumulator_at;
+    for (const auto& c : st.cache) js["cache"].push_back({{"tensor", c.tensor}, {"loop", c.loop}});
     json prec = json::object();
     if (st.precision.storage) prec["storage"] = to_string(*st.precision.storage);
     if (st.precision.compute) prec["compute"] = to_string(*st.precision.compute);
@@ -237,12 +238,23 @@ Schedule schedule_from_json(const json& j) {
     for (const auto& [name, js] : stages.items()) {
       const std::string path = "stages." + name;
       check_keys(js, path, {"compute", "store", "tile", "order", "vectorize", "unroll", "parallel",
-                            "update", "accumulator_at", "precision", "pipeline", "device", "gpu"});
+                            "update", "accumulator_at", "cache", "precision", "pipeline", "device", "gpu"});
       StageSchedule st;
       if (js.contains("compute")) st.compute = placement_from_json(js["compute"], path + ".compute");
       if (js.contains("store")) st.store = placement_from_json(js["store"], path + ".store");
       loops_from_json(js, path, st.loops);
       if (js.contains("accumulator_at")) st.accumulator_at = get_string(js["accumulator_at"], path + ".accumulator_at");
+      if (js.contains("cache")) {
+        const std::string cp = path + ".cache";
+        if (!js["cache"].is_array()) fail(cp, "must be a list of {\"tensor\", \"loop\"}");
+        for (size_t i = 0; i < js["cache"].size(); ++i) {
+          const json& c = js["cache"][i];
+          const std::string ip = cp + "[" + std::to_string(i) + "]";
+          check_keys(c, ip, {"tensor", "loop"});
+          if (!c.contains("tensor") || !c.contains("loop")) fail(ip, "needs \"tensor\" and \"loop\"");
+          st.cache.push_back({get_string(c["tensor"], ip + ".tensor"), get_string(c["loop"], ip + ".loop")});
+        }
+      }
       if (js.contains("update")) {
         check_keys(js["update"], path + ".update", {"tile", "order", "vectorize", "unroll", "parallel"});
         st.update.emplace();

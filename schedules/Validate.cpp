@@ -47,6 +47,24 @@ std::vector<Loop> placement_loops(const Stage& c, const StageSchedule* cs) {
   return loop_nest(c, cs ? cs->loops : none, false);
 }
 
+// Loops of `st` that enclose its reads (where a cache can be made): the pure
+// loops of a pure stage; the update loops of a reduction, and its pure loops
+// down to its accumulator tile when it has one.
+std::vector<std::string> cache_loops(const Stage& st, const StageSchedule& ss) {
+  std::vector<std::string> r;
+  if (!st.reduce || !ss.accumulator_at.empty()) {
+    for (const Loop& l : loop_nest(st, ss.loops, false)) {
+      r.push_back(l.name);
+      if (l.name == ss.accumulator_at) break;
+    }
+  }
+  if (st.reduce) {
+    const LoopSchedule none;
+    for (const Loop& l : loop_nest(st, ss.update ? *ss.update : none, true)) r.push_back(l.name);
+  }
+  return r;
+}
+
 // One loop around a stage's computation, outermost first, with whether its
 // iterations run concurrently (parallel, or vector lanes).
 struct Enclosing {
@@ -127,6 +145,14 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
     if (!at_consumer && l->extent > 0 && w > l->extent && l->name == l->dim)
       throw ScheduleError(where + ": vector width " + std::to_string(w) + " exceeds the extent " +
                           l->extent_str + " of loop '" + ls.vectorize + "'");
+    // Lanes must tile a tile's inner loop exactly: a partial vector of a
+    // guarded tile is both wasted and a shape Halide miscompiles (guarded
+    // lanes stored out of bounds: a crash found by test_differential).
+    if ((l->name == l->dim + "_i" || l->name == l->dim + "_m") && l->extent > 0 && ls.vector_width > 0 &&
+        l->extent % ls.vector_width != 0)
+      throw ScheduleError(where + ": vector width " + std::to_string(ls.vector_width) + " does not divide the extent " +
+                          l->extent_str + " of tile loop '" + ls.vectorize + "'; use a divisor of " + l->extent_str +
+                          " (or width 0 for the whole tile)");
     if (w > 256)
       throw ScheduleError(where + ": vector width " + std::to_string(w) + " on '" + ls.vectorize +
                           "' is too wide; use at most 256 lanes");
@@ -312,6 +338,32 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
       if (!find_loop(pure, ss.accumulator_at))
         throw ScheduleError(where + ": accumulator_at names unknown loop '" + ss.accumulator_at +
                             "'; loops of its pure definition: " + join(names(pure)));
+      // A factor split of that loop leaves Halide an accumulator region it
+      // sizes wrongly (a negative allocation, found by test_differential).
+      const auto u = ss.loops.unroll.find(ss.accumulator_at);
+      if (ss.loops.vectorize == ss.accumulator_at || (u != ss.loops.unroll.end() && u->second != 0))
+        throw ScheduleError(where + ": accumulator_at loop '" + ss.accumulator_at +
+                            "' is vectorized or unrolled by a factor; accumulate at a loop outside those");
+    }
+    if (!ss.cache.empty()) {
+      if (ss.compute.kind == Placement::Kind::Inline) throw ScheduleError(where + " is inline, so it has no loops to cache at");
+      const auto loops = cache_loops(st, ss);
+      const auto reads = st.reads();
+      std::set<std::string> seen;
+      for (const CacheRead& c : ss.cache) {
+        if (std::find(reads.begin(), reads.end(), c.tensor) == reads.end())
+          throw ScheduleError(where + ": cache of '" + c.tensor + "', which it does not read; it reads: " + join(reads));
+        if (!seen.insert(c.tensor).second) throw ScheduleError(where + ": cache of '" + c.tensor + "' appears twice");
+        // The copy is computed where the stage was read: the stage itself must be
+        // complete before (root) or evaluated into the copy (inline).
+        const StageSchedule* cs = s.find(c.tensor);
+        if (p.find_stage(c.tensor) && cs && cs->compute.kind == Placement::Kind::At && s.options.opt_level != 0)
+          throw ScheduleError(where + ": cache of stage '" + c.tensor + "', which is computed at " + to_string(cs->compute) +
+                              "; a cached stage must be computed at root or inline");
+        if (std::find(loops.begin(), loops.end(), c.loop) == loops.end())
+          throw ScheduleError(where + ": cache of '" + c.tensor + "' at loop '" + c.loop +
+                              "', which does not enclose its reads; loops: " + join(loops));
+      }
     }
     if (ss.update) {
       if (!st.reduce) throw ScheduleError(where + " has no reduction, so it has no \"update\" to schedule");

@@ -120,7 +120,7 @@ class ScheduleMutator {
   std::string token(const std::vector<std::string>& vocab) {
     static const std::vector<std::string> keys = {
         "\"schema\"", "\"stages\"", "\"options\"", "\"compute\"", "\"store\"", "\"tile\"", "\"order\"",
-        "\"vectorize\"", "\"unroll\"", "\"parallel\"", "\"update\"", "\"precision\"", "\"pipeline\"",
+        "\"vectorize\"", "\"unroll\"", "\"parallel\"", "\"update\"", "\"accumulator_at\"", "\"cache\"", "\"tensor\"", "\"precision\"", "\"pipeline\"",
         "\"device\"", "\"gpu\"", "\"at\"", "\"loop\"", "\"width\"", "\"root\"", "\"inline\"", "\"bf16\"",
         "\"ring_buffer\"", "\"prefetch\"", "\"async\"", "null", "true", "-1", "1e308", "18446744073709551615",
         "\"\\u0000\"", ":", ",", "{", "}", "[", "]"};

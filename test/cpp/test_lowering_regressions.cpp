@@ -116,8 +116,17 @@ TEST_CASE("regression: invalid placements are schedule errors, not Halide errors
   const Program conv = make_workload("conv2d", {{"N", 1}, {"C", 3}, {"H", 8}, {"W", 10}, {"O", 5}});
   CHECK_THROWS_WITH(bad(conv, R"({"schema":1,"stages":{"Y":{"unroll":{"i0":2}}}})"),
                     Contains("stage 'Y': unroll factor 2 of 'i0' exceeds its extent 1"));
+  // Was: Halide "Allocation probs_sum__acc has a size greater than 2^31: -16".
+  const Program att = make_workload("attention", {{"S", 13}, {"D", 8}});
+  CHECK_THROWS_WITH(bad(att, R"({"schema":1,"stages":{"probs":{"compute":"inline"},
+                                 "O":{"update":{"tile":{"k":[4,2]}}},
+                                 "probs_sum":{"accumulator_at":"i0_i","compute":{"at":"O","loop":"k_m"},"tile":{"i0":[4]},"unroll":{"i0_i":3}}}})"),
+                    Contains("accumulator_at loop 'i0_i' is vectorized or unrolled by a factor"));
   // A consumer that is inline has no loops.
   const Program mbr = make_workload("matmul_bias_relu", {{"M", 8}, {"N", 16}, {"K", 4}});
+  // Was: a segfault: 16 lanes over a guarded tile of 40 (here: of 8).
+  CHECK_THROWS_WITH(bad(mbr, R"({"schema":1,"stages":{"mm":{"update":{"tile":{"j":[8]},"vectorize":{"loop":"j_i","width":16}}}}})"),
+                    Contains("vector width 16 does not divide the extent 8 of tile loop 'j_i'"));
   CHECK_THROWS_WITH(bad(mbr, R"({"schema":1,"stages":{"mm":{"update":{"vectorize":{"loop":"k","width":4}}}}})"),
                     Contains("vectorize on reduction loop 'k' would race"));
   CHECK_THROWS_WITH(bad(mbr, R"({"schema":1,"stages":{"biased":{"compute":"inline"},
