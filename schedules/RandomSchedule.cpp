@@ -115,7 +115,9 @@ class Drawer {
     for (const Loop& l : loops)
       if (!l.reduction) pure.push_back(&l);
     auto is_split = [](const Loop& l) { return l.name != l.dim; };
-    auto constant = [&](const Loop& l) { return l.extent > 0 && (is_split(l) || !at); };
+    // Constant extents: any loop of a root stage; only tile-inner loops of a
+    // stage computed in a consumer (its outer loops span the consumer's region).
+    auto constant = [&](const Loop& l) { return l.extent > 0 && (!at || (is_split(l) && l.name != l.dim + "_o")); };
     if (!pure.empty() && coin(0.7)) {
       // Prefer the innermost pure loop (contiguous for the last dim).
       const Loop& l = coin(0.7) ? *pure.back() : *pick(pure);
@@ -135,7 +137,12 @@ class Drawer {
       const Loop& l = pick(loops);
       if (l.name != ls.vectorize) {
         if (constant(l) && l.extent <= 8 && coin(0.5)) ls.unroll[l.name] = 0;
-        else ls.unroll[l.name] = pick(std::vector<int>{2, 3, 4});
+        else {
+          std::vector<int> factors = {2, 3, 4};
+          if (is_split(l) && l.name != l.dim + "_o" && l.extent > 0)  // factors must divide a tile loop
+            std::erase_if(factors, [&](int f) { return l.extent % f != 0; });
+          if (!factors.empty()) ls.unroll[l.name] = pick(factors);
+        }
       }
     }
     if (!pure.empty() && coin(o_.p_parallel)) {

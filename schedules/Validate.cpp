@@ -172,6 +172,13 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
       throw ScheduleError(where + ": full unroll of '" + n + "' needs a constant extent of at most 64 (it is " +
                           l->extent_str + "); give a factor instead");
     if (f < 0) throw ScheduleError(where + ": unroll factor of '" + n + "' must be >= 0");
+    // As for vector lanes: a factor must tile a tile's inner loop exactly
+    // (a guarded remainder inside a tile made Halide compute producers past
+    // the tensor's end and read inputs out of bounds, found by test_differential).
+    if ((l->name == l->dim + "_i" || l->name == l->dim + "_m") && l->extent > 0 && f > 0 && l->extent % f != 0)
+      throw ScheduleError(where + ": unroll factor " + std::to_string(f) + " does not divide the extent " +
+                          l->extent_str + " of tile loop '" + n + "'; use a divisor of " + l->extent_str +
+                          " (or 0 to unroll it fully)");
     // An untiled dim of a root stage shifts its last chunk inwards, which
     // needs the factor to fit the extent (else it would start before 0).
     if (!at_consumer && !update && l->extent > 0 && f > l->extent && l->name == l->dim)

@@ -116,12 +116,17 @@ TEST_CASE("regression: invalid placements are schedule errors, not Halide errors
   const Program conv = make_workload("conv2d", {{"N", 1}, {"C", 3}, {"H", 8}, {"W", 10}, {"O", 5}});
   CHECK_THROWS_WITH(bad(conv, R"({"schema":1,"stages":{"Y":{"unroll":{"i0":2}}}})"),
                     Contains("stage 'Y': unroll factor 2 of 'i0' exceeds its extent 1"));
-  // Was: Halide "Allocation probs_sum__acc has a size greater than 2^31: -16".
+  // Was (with factor 3): Halide "Allocation probs_sum__acc has a size greater than 2^31: -16".
   const Program att = make_workload("attention", {{"S", 13}, {"D", 8}});
   CHECK_THROWS_WITH(bad(att, R"({"schema":1,"stages":{"probs":{"compute":"inline"},
                                  "O":{"update":{"tile":{"k":[4,2]}}},
-                                 "probs_sum":{"accumulator_at":"i0_i","compute":{"at":"O","loop":"k_m"},"tile":{"i0":[4]},"unroll":{"i0_i":3}}}})"),
+                                 "probs_sum":{"accumulator_at":"i0_i","compute":{"at":"O","loop":"k_m"},"tile":{"i0":[4]},"unroll":{"i0_i":2}}}})"),
                     Contains("accumulator_at loop 'i0_i' is vectorized or unrolled by a factor"));
+  // Was: "Input buffer W1 is accessed at 25, which is beyond the max (23)".
+  const Program mlp = make_workload("mlp", {{"S", 5}, {"H", 16}, {"F", 24}});
+  CHECK_THROWS_WITH(bad(mlp, R"({"schema":1,"stages":{"fc1":{"tile":{"i0":[2],"i1":[13]},"unroll":{"i1_i":3}},
+                                 "fc1_mm":{"compute":{"at":"fc1","loop":"i1_i"}}}})"),
+                    Contains("unroll factor 3 does not divide the extent 13 of tile loop 'i1_i'"));
   // A consumer that is inline has no loops.
   const Program mbr = make_workload("matmul_bias_relu", {{"M", 8}, {"N", 16}, {"K", 4}});
   // Was: a segfault: 16 lanes over a guarded tile of 40 (here: of 8).
