@@ -328,6 +328,16 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
                               "', which does not enclose where it is computed; valid: " + valid);
         }
         from = static_cast<size_t>(it - loops.begin()) + 1;
+        // Halide's hoist_storage finds the loop by name in the first stage
+        // that has it, so a reduction's update loop that its pure part also
+        // has is out of reach ("Couldn't find a matching Realize node", found
+        // by test_differential).
+        const Stage& sc = p.stage(ss.store->stage);
+        const StageSchedule* scs = s.find(ss.store->stage);
+        if (sc.reduce && find_loop(loop_nest(sc, scs ? scs->loops : LoopSchedule{}, false), ss.store->loop))
+          throw ScheduleError(where + ": stored at loop '" + ss.store->loop + "' of reduction '" + ss.store->stage +
+                              "', whose pure definition has a loop of the same name; store at \"root\" or at a loop " +
+                              "only its update has");
       }
       for (size_t k = from; k < loops.size(); ++k)
         if (loops[k].concurrent)

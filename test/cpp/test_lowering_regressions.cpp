@@ -127,6 +127,11 @@ TEST_CASE("regression: invalid placements are schedule errors, not Halide errors
   CHECK_THROWS_WITH(bad(mlp, R"({"schema":1,"stages":{"fc1":{"tile":{"i0":[2],"i1":[13]},"unroll":{"i1_i":3}},
                                  "fc1_mm":{"compute":{"at":"fc1","loop":"i1_i"}}}})"),
                     Contains("unroll factor 3 does not divide the extent 13 of tile loop 'i1_i'"));
+  // Was: Halide "Couldn't find a matching Realize node for Hoisted storage probs_sum".
+  CHECK_THROWS_WITH(bad(att, R"({"schema":1,"stages":{"O":{"tile":{"j":[2]},"update":{"tile":{"j":[4]}}},
+                                 "probs":{"compute":"inline"},
+                                 "probs_sum":{"compute":{"at":"O","loop":"j_i"},"store":{"at":"O","loop":"j_o"}}}})"),
+                    Contains("whose pure definition has a loop of the same name"));
   // A consumer that is inline has no loops.
   const Program mbr = make_workload("matmul_bias_relu", {{"M", 8}, {"N", 16}, {"K", 4}});
   // Was: a segfault: 16 lanes over a guarded tile of 40 (here: of 8).
