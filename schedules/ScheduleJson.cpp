@@ -155,6 +155,9 @@ void loops_from_json(const json& j, const std::string& path, LoopSchedule& l) {
       if (v.contains("width"))
         l.vector_width = static_cast<int>(get_int(v["width"], path + ".vectorize.width", 0, 1024));
     }
+    // An empty name would mean "no vectorize" and silently drop the width
+    // (found by the fuzzer: the schedule changed in a JSON round trip).
+    if (l.vectorize.empty()) fail(path + ".vectorize", "must name a loop, got an empty name");
   }
   if (j.contains("unroll")) {
     const json& u = j["unroll"];

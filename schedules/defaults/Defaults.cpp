@@ -40,7 +40,7 @@ std::pair<size_t, size_t> tile_dims(const Stage& st) {
 // The register tile over stage `e` (the epilogue, or the contraction itself):
 // rows x (4 vectors) of accumulators, column tiles in parallel, the rows and
 // the other pure dims outside. Returns the loop to compute the accumulators at.
-std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls) {
+std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls, bool conv) {
   const int lanes = t.vector_lanes(DType::F32);
   const std::string row = e.vars[rc.first], col = e.vars[rc.second];
   const int64_t rows = static_extent(e.shape[rc.first]), cols = static_extent(e.shape[rc.second]);
@@ -49,7 +49,16 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   // Whole vectors only (vector lanes must divide the tile); a narrower last
   // tile shifts inwards over columns already computed.
   int64_t tc = std::min<int64_t>(cols > 0 ? cols : 4 * lanes, (t.vector_bits >= 512 ? 4 : 3) * lanes);
-  if (tc >= lanes) tc -= tc % lanes;
+  if (tc >= lanes && cols > 0) {
+    // The widest whole-vector tile that computes the fewest columns in all
+    // (a conv's 56-wide rows: 2 x 32, not 48 + a shifted 48).
+    int64_t best = lanes, best_cost = -1;
+    for (int64_t c = lanes; c <= tc; c += lanes) {
+      const int64_t cost = (cols + c - 1) / c * c;
+      if (best_cost < 0 || cost <= best_cost) best = c, best_cost = cost;
+    }
+    tc = best;
+  }
   ls.tile[row] = {tr};
   ls.tile[col] = {tc};
   // Other pure dims (batch, convolution rows) stay outside the tile loops.
@@ -63,7 +72,7 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
     ls.vector_width = lanes;
   }
   // Parallel over column tiles, or over the convolution's output rows.
-  ls.parallel = {e.kind == OpKind::Convolution && e.vars.size() == 4 ? e.vars[2] : col + "_o"};
+  ls.parallel = {conv ? e.vars[2] : col + "_o"};
   return row + "_o";
 }
 
@@ -97,7 +106,7 @@ bool static_tile(const Stage& st, std::pair<size_t, size_t> rc) {
 void contraction_with_epilogue(const Stage& mm, const Stage& e, const Target& t, Schedule& s) {
   const auto rc = tile_dims(mm);
   StageSchedule& es = s[e.name];
-  const std::string at = register_tile(e, rc, t, es.loops);
+  const std::string at = register_tile(e, rc, t, es.loops, mm.kind == OpKind::Convolution);
   StageSchedule& ms = s[mm.name];
   ms.compute = {Placement::Kind::At, e.name, at};
   ms.loops.vectorize = mm.vars[rc.second];
@@ -111,7 +120,7 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   const auto rc = tile_dims(mm);
   StageSchedule& ms = s[mm.name];
   ms.loops = LoopSchedule{};
-  ms.accumulator_at = register_tile(mm, rc, t, ms.loops);
+  ms.accumulator_at = register_tile(mm, rc, t, ms.loops, mm.kind == OpKind::Convolution);
   ms.update = micro_kernel(mm, rc, t, static_tile(mm, rc));
   // Pack the panel of the second operand each column tile reads (K x tile
   // columns, reused by every row tile): without it, its rows are a full row

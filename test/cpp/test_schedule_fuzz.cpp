@@ -33,6 +33,9 @@ TEST_CASE("hostile schedule JSON gives typed errors", "[schedule][fuzz][errors]"
   for (int k = 0; k < 100000; ++k) v = nlohmann::json::array({std::move(v)});
   CHECK_THROWS_AS(schedule_from_json({{"schema", 1}, {"stages", {{"out", {{"tile", {{"i0", std::move(v)}}}}}}}}),
                   ScheduleError);
+  // An empty vectorize loop is an error, not "no vectorize" with a stray width.
+  CHECK_THROWS_WITH(schedule_from_json_string(R"({"schema":1,"stages":{"Y":{"vectorize":{"loop":"","width":4}}}})"),
+                    Contains("stages.Y.vectorize: must name a loop"));
   // Unsigned numbers past int64 are reported as they were written.
   CHECK_THROWS_WITH(schedule_from_json_string(R"({"schema": 1, "options": {"opt_level": 18446744073709551615}})"),
                     Contains("18446744073709551615") && Contains("outside [0, 3]"));
