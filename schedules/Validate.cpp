@@ -47,6 +47,17 @@ std::vector<Loop> placement_loops(const Stage& c, const StageSchedule* cs) {
   return loop_nest(c, cs ? cs->loops : none, false);
 }
 
+// Does `ls` split loop `l` further (unroll or vectorize by a factor smaller
+// than the loop)? Halide then places things at the outer part, and sizes
+// them wrongly: negative allocations and out-of-bounds reads were found by
+// test_differential, so nothing is placed at such a loop.
+bool factor_split(const LoopSchedule& ls, const Loop& l) {
+  const auto u = ls.unroll.find(l.name);
+  const bool unroll_split = u != ls.unroll.end() && u->second != 0 && !(l.extent == u->second && l.name != l.dim);
+  const bool vector_split = ls.vectorize == l.name && ls.vector_width != 0 && !(l.extent == ls.vector_width && l.name != l.dim);
+  return unroll_split || vector_split;
+}
+
 // Loops of `st` that enclose its reads (where a cache can be made): the pure
 // loops of a pure stage; the update loops of a reduction, and its pure loops
 // down to its accumulator tile when it has one.
@@ -289,6 +300,12 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
                             "', which has no such loop; its loops" + (c.reduce ? " (of its update)" : "") + ": " +
                             join(names(loops)));
       }
+      const LoopSchedule none;
+      const LoopSchedule& cl = !cs ? none : c.reduce ? (cs->update ? *cs->update : none) : cs->loops;
+      if (factor_split(cl, *find_loop(loops, pl.loop)))
+        throw ScheduleError(where + ": " + what + " at loop '" + pl.loop + "' of '" + pl.stage +
+                            "', which that stage splits by an unroll factor or vector width; place it at a loop " +
+                            "outside, or unroll that loop fully");
     };
     check_placement(ss.compute, "computed");
     if (ss.store) check_placement(*ss.store, "stored");
@@ -380,6 +397,11 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
         if (std::find(loops.begin(), loops.end(), c.loop) == loops.end())
           throw ScheduleError(where + ": cache of '" + c.tensor + "' at loop '" + c.loop +
                               "', which does not enclose its reads; loops: " + join(loops));
+        // The copy is what the stage reads; prefetching the original as well
+        // made Halide read past the tensor (found by test_differential).
+        for (const Prefetch& f : ss.pipeline.prefetch)
+          if (f.tensor == c.tensor)
+            throw ScheduleError(where + ": prefetch of '" + c.tensor + "', which it also caches; drop one of them");
       }
     }
     if (ss.update) {

@@ -97,7 +97,7 @@ TEST_CASE("regression: invalid placements are schedule errors, not Halide errors
   const Program ln = make_workload("layer_norm", {{"R", 5}, {"C", 33}});
   // ... and the lanes of a split vectorized loop between storage and computation.
   CHECK_THROWS_WITH(bad(ln, R"({"schema":1,"stages":{"Y":{"tile":{"i0":[4,2]},"vectorize":{"loop":"i0_o","width":4}},
-                                "Y_var":{"compute":{"at":"Y","loop":"i0_m"},"store":{"at":"Y","loop":"i0_o"}}}})"),
+                                "Y_var":{"compute":{"at":"Y","loop":"i0_m"},"store":"root"}}})"),
                     Contains("'Y.i0_o (vector lanes)'"));
   // Storage inside the computation, or at a stage that does not enclose it.
   CHECK_THROWS_WITH(bad(ln, R"({"schema":1,"stages":{"Y":{"tile":{"i0":[4,2]}},
@@ -132,6 +132,16 @@ TEST_CASE("regression: invalid placements are schedule errors, not Halide errors
                                  "probs":{"compute":"inline"},
                                  "probs_sum":{"compute":{"at":"O","loop":"j_i"},"store":{"at":"O","loop":"j_o"}}}})"),
                     Contains("whose pure definition has a loop of the same name"));
+  // Was: "Allocation mm has a size greater than 2^31: -120" (mm at a loop biased unrolls by 4).
+  CHECK_THROWS_WITH(bad(make_workload("matmul_bias_relu", {{"M", 13}, {"N", 40}, {"K", 16}}),
+                        R"({"schema":1,"stages":{"biased":{"compute":{"at":"out","loop":"i0_i"},"tile":{"i0":[8]},"unroll":{"i0_i":4}},
+                            "mm":{"compute":{"at":"biased","loop":"i0_i"}},"out":{"tile":{"i0":[8]}}}})"),
+                    Contains("which that stage splits by an unroll factor or vector width"));
+  // Was: "Input buffer X is accessed at 5, which is beyond the max (4)".
+  CHECK_THROWS_WITH(bad(ln, R"({"schema":1,"stages":{"Y_mean":{"cache":[{"loop":"i0_i","tensor":"X"}],
+                                "pipeline":{"prefetch":[{"distance":3,"loop":"i0_i","tensor":"X"}]},
+                                "update":{"tile":{"i0":[2]},"vectorize":{"loop":"i0_i","width":0}}}}})"),
+                    Contains("prefetch of 'X', which it also caches"));
   // A consumer that is inline has no loops.
   const Program mbr = make_workload("matmul_bias_relu", {{"M", 8}, {"N", 16}, {"K", 4}});
   // Was: a segfault: 16 lanes over a guarded tile of 40 (here: of 8).
