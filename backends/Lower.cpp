@@ -294,7 +294,8 @@ class Lowering {
     }
     // When storage and accumulator types differ, the reduction runs in its own
     // Func `<stage>__acc` and the stage's Func stores the narrowed result.
-    const bool wrapped = prec.storage != prec.accumulate;
+    const StageSchedule* ss = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
+    const bool wrapped = prec.storage != prec.accumulate || (ss && !ss->accumulator_at.empty());
     Halide::Func f(wrapped ? symbol_name(st.name) + "__acc" : symbol_name(st.name));
     const Halide::Expr b = Halide::cast(acc, body);
     switch (op) {
@@ -332,6 +333,7 @@ class Lowering {
 
   bool is_rvar(const Stage& st, const std::string& loop) {
     for (const RVar& r : st.rvars) {
+      if (loop == r.name + "_t") return true;  // the intermediate of a two-level split
       for (size_t lv = 0; lv <= 2; ++lv)
         for (const auto& n : split_names(r.name, lv))
           if (n == loop) return true;
@@ -352,26 +354,57 @@ class Lowering {
         if (st.vars[k] == dim && root && !update && !st.shape[k].is_symbolic()) return Halide::TailStrategy::ShiftInwards;
       return Halide::TailStrategy::GuardWithIf;
     };
-    for (const auto& [dim, sizes] : ls.tile) {
-      const auto names = split_names(dim, sizes.size());
-      hs.split(vr(dim), vr(names[0]), vr(sizes.size() == 1 ? names[1] : dim + "_t"), static_cast<int>(sizes[0]), tail(dim));
-      if (sizes.size() == 2) hs.split(vr(dim + "_t"), vr(names[1]), vr(names[2]), static_cast<int>(sizes[1]), tail(dim));
-    }
-    if (!ls.order.empty()) {
-      std::vector<Halide::VarOrRVar> order;
-      for (auto it = nest.rbegin(); it != nest.rend(); ++it) order.push_back(vr(it->name));
-      hs.reorder(order);
-    }
     auto extent_of = [&](const std::string& n) {
       for (const Loop& l : nest)
         if (l.name == n) return l;
       return Loop{};
     };
+    // Vector lanes that evenly divide a guarded tile's innermost loop are split
+    // off the dim first, so that the lanes are the innermost split of the dim
+    // itself. Halide's vectorize(x_i, w) splits the inner loop of a guarded
+    // split again, and that shape let guarded lanes store out of bounds (a
+    // crash found by test_differential). Same loops, names and extents.
+    const Loop vl = ls.vectorize.empty() ? Loop{} : extent_of(ls.vectorize);
+    const int w = ls.vector_width;
+    const bool lanes_first = !vl.name.empty() && vl.name != vl.dim && w > 0 && vl.extent > w && vl.extent % w == 0 &&
+                             ls.tile.count(vl.dim) && vl.name == split_names(vl.dim, ls.tile.at(vl.dim).size()).back() &&
+                             tail(vl.dim) == Halide::TailStrategy::GuardWithIf;
+    const std::string lane = vl.dim + "_v";
+    for (const auto& [dim, sizes] : ls.tile) {
+      const auto names = split_names(dim, sizes.size());
+      std::string d = dim;
+      int64_t inner = sizes.back();
+      if (lanes_first && dim == vl.dim) {
+        hs.split(vr(dim), vr(dim + "_x"), vr(lane), w, tail(dim));
+        d = dim + "_x";
+        inner /= w;
+      }
+      if (sizes.size() == 1) {
+        hs.split(vr(d), vr(names[0]), vr(names[1]), static_cast<int>(inner), tail(dim));
+        continue;
+      }
+      // Two levels: split off the innermost tile first, then split its outer
+      // loop into tiles of T1/T2 (same loops and tails). Splitting the outer
+      // tile first and guarding both splits let Halide store guarded vector
+      // lanes out of bounds when the inner loop was vectorized (a crash,
+      // found by test_differential; regression test in test_lowering_regressions.cpp).
+      hs.split(vr(d), vr(dim + "_t"), vr(names[2]), static_cast<int>(inner), tail(dim));
+      hs.split(vr(dim + "_t"), vr(names[0]), vr(names[1]), static_cast<int>(sizes[0] / sizes[1]), tail(dim));
+    }
+    if (!ls.order.empty()) {
+      std::vector<Halide::VarOrRVar> order;  // innermost first; the lanes stay just inside their loop
+      for (auto it = nest.rbegin(); it != nest.rend(); ++it) {
+        if (lanes_first && it->name == vl.name) order.push_back(vr(lane));
+        order.push_back(vr(it->name));
+      }
+      hs.reorder(order);
+    }
     // A width equal to a tile's inner extent needs no further split; width 0
     // (or factor 0) means the whole loop, which must have a constant extent.
-    if (!ls.vectorize.empty()) {
+    if (lanes_first) {
+      hs.vectorize(vr(lane));
+    } else if (!ls.vectorize.empty()) {
       const Loop l = extent_of(ls.vectorize);
-      const int w = ls.vector_width;
       if (w == 0 || (l.extent == w && l.name != l.dim)) hs.vectorize(vr(ls.vectorize));
       else hs.vectorize(vr(ls.vectorize), w, l.name == l.dim ? tail(l.dim) : Halide::TailStrategy::GuardWithIf);
     }
@@ -389,7 +422,10 @@ class Lowering {
     // Helper Funcs (argmin/argmax tuples, wide accumulators) are computed
     // inside the stage's Func and take the stage's "update" directives.
     if (auto g = helpers_.find(st.name); g != helpers_.end()) {
-      g->second.compute_at(f, Halide::Var::outermost());
+      // The accumulator is computed per iteration of `accumulator_at` (a tile
+      // it keeps in registers or cache), else once for the whole stage.
+      if (ss && !ss->accumulator_at.empty()) g->second.compute_at(f, Halide::Var(ss->accumulator_at));
+      else g->second.compute_at(f, Halide::Var::outermost());
       if (ss && ss->update) apply_loops(st, g->second.update(0), *ss->update, true, false);
       if (ss) schedule_func(st, f, *ss, false);
       else f.compute_root();
@@ -403,21 +439,44 @@ class Lowering {
   }
 
   void schedule_func(const Stage& st, Halide::Func f, const StageSchedule& ss, bool has_update) {
+    // Producers live in the consumer's last definition: its update, which for
+    // a wrapped reduction (argmin/argmax, narrow storage) is the helper Func's.
     auto consumer_loop = [&](const Placement& pl) {
       const Stage& c = p_.stage(pl.stage);
-      return Halide::LoopLevel(funcs_.at(pl.stage), Halide::VarOrRVar(pl.loop, is_rvar(c, pl.loop)));
+      const auto h = helpers_.find(pl.stage);
+      const Halide::Func cf = c.reduce && h != helpers_.end() ? h->second : funcs_.at(pl.stage);
+      return Halide::LoopLevel(cf, Halide::VarOrRVar(pl.loop, is_rvar(c, pl.loop)));
     };
     switch (ss.compute.kind) {
       case Placement::Kind::Root: f.compute_root(); break;
       case Placement::Kind::Inline: break;
       case Placement::Kind::At: f.compute_at(consumer_loop(ss.compute)); break;
     }
-    if (ss.store) {
-      if (ss.store->kind == Placement::Kind::Root) f.store_root();
-      else if (ss.store->kind == Placement::Kind::At) f.store_at(consumer_loop(*ss.store));
+    // `store` places the allocation only (Halide's hoist_storage): the values
+    // computed stay those compute_at asks for. Halide's store_at would also
+    // enable sliding window, which may compute points outside the tensor and
+    // read inputs out of bounds (found by test_differential).
+    if (ss.store && ss.compute.kind == Placement::Kind::At) {
+      if (ss.store->kind == Placement::Kind::Root) f.hoist_storage(Halide::LoopLevel::root());
+      else if (ss.store->kind == Placement::Kind::At) f.hoist_storage(consumer_loop(*ss.store));
     }
     if (ss.compute.kind == Placement::Kind::Inline) return;
     const bool root = ss.compute.kind == Placement::Kind::Root;
+    // Packed copies: Halide's in() wrapper of the tensor, used only by the
+    // Func that reads it (the accumulator's when there is one), computed at
+    // the loop and vectorized along its contiguous dim.
+    for (const CacheRead& c : ss.cache) {
+      const auto h = helpers_.find(st.name);
+      const Halide::Func reader = st.reduce && h != helpers_.end() ? h->second : f;
+      Halide::Func w = inputs_.count(c.tensor) ? inputs_.at(c.tensor).in(reader) : funcs_.at(c.tensor).in(reader);
+      // Validation put the loop among the pure loops down to the accumulator tile or the update's loops.
+      const bool in_update = st.reduce && !pure_loop_above_accumulator(st, ss, c.loop);
+      if (in_update) w.compute_at(Halide::LoopLevel(reader, Halide::VarOrRVar(c.loop, is_rvar(st, c.loop))));
+      else w.compute_at(f, Halide::Var(c.loop));
+      const DType dt = p_.tensor(c.tensor).dtype;
+      const int lanes = t_.vector_lanes(dt == DType::Bool ? DType::U8 : dt);
+      if (lanes > 1 && !w.args().empty()) w.vectorize(w.args()[0], lanes, Halide::TailStrategy::GuardWithIf);
+    }
     apply_loops(st, f, ss.loops, false, root);
     if (has_update && ss.update) apply_loops(st, f.update(0), *ss.update, true, false);
     if (ss.pipeline.async) f.async();
@@ -456,6 +515,16 @@ class Lowering {
     if (th.size() == 2) hs.gpu_threads(v(th, 1), v(th, 0), api);
     if (th.size() == 3) hs.gpu_threads(v(th, 2), v(th, 1), v(th, 0), api);
     if (th.empty() && b.empty()) hs.gpu_single_thread(api);
+  }
+
+  // Is `loop` one of the pure loops enclosing the stage's accumulator tile?
+  static bool pure_loop_above_accumulator(const Stage& st, const StageSchedule& ss, const std::string& loop) {
+    if (ss.accumulator_at.empty()) return false;
+    for (const Loop& l : loop_nest(st, ss.loops, false)) {
+      if (l.name == loop) return true;
+      if (l.name == ss.accumulator_at) break;
+    }
+    return false;
   }
 
   const Program& p_;

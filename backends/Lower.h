@@ -1,7 +1,7 @@
 // lower(): Program + Schedule + Target -> Halide::Pipeline.
 //
 // Each stage becomes one Halide Func (argmin/argmax add a tuple Func named
-// `<stage>__arg`, narrow storage of a wide accumulator `<stage>__acc`), each input an ImageParam. Our tensors are row-major, so
+// `<stage>__arg`, narrow storage of a wide accumulator or an accumulator tile (`accumulator_at`) `<stage>__acc`), each input an ImageParam. Our tensors are row-major, so
 // tensor dim k maps to Halide dim rank-1-k (Halide's dim 0 is the contiguous
 // one). The precision schedule is applied here by inserting casts: a stage's
 // element expression is evaluated in its compute type, a reduction accumulates

@@ -116,6 +116,15 @@ const std::vector<Entry>& entries() {
            throw ShapeError("resnet50_conv: layer must be 0.." + std::to_string(layers.size() - 1));
          return models::resnet_conv(layers[static_cast<size_t>(l.value)], d("N").value);
        }},
+      {{"batched_matmul", "C[b] = A[b] @ B[b], A: [Bt, M, K], B: [Bt, K, N] (matmul with a batch dim)",
+        {{"Bt", 8}, {"M", 256}, {"N", 256}, {"K", 256}}},
+       [](const auto& d) {
+         Program p("batched_matmul");
+         const Tensor a = p.input("A", {d("Bt"), d("M"), d("K")});
+         const Tensor b = p.input("B", {d("Bt"), d("K"), d("N")});
+         p.output(ops::matmul(a, b, "C"));
+         return p;
+       }},
   };
   return e;
 }

@@ -1,6 +1,7 @@
 #include "schedules/Explain.h"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "schedules/LoopNest.h"
@@ -44,7 +45,9 @@ class Explainer {
     return r;
   }
 
-  void nest(const Stage& st, const LoopSchedule& ls, bool update, int depth, const std::string& body) {
+  // `inner`: printed inside loop `inner_at` (an accumulator tile), before the body.
+  void nest(const Stage& st, const LoopSchedule& ls, bool update, int depth, const std::string& body,
+            const std::string& inner_at = "", const std::function<void(int)>& inner = {}) {
     const auto loops = loop_nest(st, ls, update);
     int d = depth;
     for (const Loop& l : loops) {
@@ -54,14 +57,20 @@ class Explainer {
         marks += u->second ? "unrolled x" + std::to_string(u->second) + " " : "unrolled ";
       if (ls.vectorize == l.name)
         marks += ls.vector_width ? "vectorized x" + std::to_string(ls.vector_width) + " " : "vectorized ";
-      const bool at_consumer = placement(st.name).kind == Placement::Kind::At && !l.reduction;
+      const bool at_consumer = (in_tile_ || placement(st.name).kind == Placement::Kind::At) && !l.reduction;
       const std::string ext = at_consumer && l.name == l.dim ? "(bounded by consumer)" : "[0, " + l.extent_str + ")";
       line(d, marks + "for " + l.name + " in " + ext + ":");
       ++d;
       for (const Stage& prod : p_.stages()) {
         const Placement pl = placement(prod.name);
-        if (pl.kind == Placement::Kind::At && pl.stage == st.name && pl.loop == l.name) stage(prod, d);
+        if (pl.kind == Placement::Kind::At && pl.stage == st.name && pl.loop == l.name && (update || !st.reduce))
+          stage(prod, d);
       }
+      if (const StageSchedule* ss = sched(st.name))
+        for (const CacheRead& c : ss->cache)
+          if (c.loop == l.name && (update || !st.reduce || !ss->accumulator_at.empty()))
+            line(d, "cache " + c.tensor + ": dense copy of the region read, per iteration of " + c.loop);
+      if (inner && l.name == inner_at) inner(d);
     }
     line(d, body);
   }
@@ -92,14 +101,28 @@ class Explainer {
       nest(st, pure, false, depth + 1, lhs + " = " + to_string(st.value));
       return;
     }
-    nest(st, pure, false, depth + 1, lhs + " = " + (*st.reduce == ReduceOp::Sum ? std::string("0") : "init(" + std::string(to_string(*st.reduce)) + ")"));
-    nest(st, ss && ss->update ? *ss->update : none, true, depth + 1,
-         lhs + " = " + std::string(to_string(*st.reduce)) + "(" + lhs + ", " + to_string(st.value) + ")");
+    const std::string init = *st.reduce == ReduceOp::Sum ? std::string("0") : "init(" + std::string(to_string(*st.reduce)) + ")";
+    const LoopSchedule& upd = ss && ss->update ? *ss->update : none;
+    if (ss && !ss->accumulator_at.empty()) {
+      // The reduction runs into an accumulator tile inside the pure loops.
+      const std::string acc = st.name + "__acc(" + lhs.substr(st.name.size() + 1);
+      nest(st, pure, false, depth + 1, lhs + " = " + acc, ss->accumulator_at, [&](int d) {
+        line(d, "accumulator " + st.name + "__acc: per iteration of " + ss->accumulator_at);
+        line(d + 1, acc + " = " + init);
+        in_tile_ = true;  // its pure loops span the tile
+        nest(st, upd, true, d + 1, acc + " = " + std::string(to_string(*st.reduce)) + "(" + acc + ", " + to_string(st.value) + ")");
+        in_tile_ = false;
+      });
+      return;
+    }
+    nest(st, pure, false, depth + 1, lhs + " = " + init);
+    nest(st, upd, true, depth + 1, lhs + " = " + std::string(to_string(*st.reduce)) + "(" + lhs + ", " + to_string(st.value) + ")");
   }
 
   const Program& p_;
   const Schedule& s_;
   std::ostringstream os_;
+  bool in_tile_ = false;  // printing an accumulator tile's loops
 };
 
 }  // namespace

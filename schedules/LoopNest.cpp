@@ -1,6 +1,8 @@
 #include "schedules/LoopNest.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <set>
 
 #include "dsl/Error.h"
@@ -43,10 +45,16 @@ std::vector<Loop> loop_nest(const Stage& stage, const LoopSchedule& ls, bool upd
     if (sizes.empty() || sizes.size() > 2)
       throw ScheduleError(where + ": tile on dim '" + dim + "' needs 1 or 2 sizes, got " +
                           std::to_string(sizes.size()));
-    for (int64_t t : sizes)
+    for (int64_t t : sizes) {
       if (t < 1)
         throw ScheduleError(where + ": tile " + std::to_string(t) + " on dim '" + dim +
                             "' must be at least 1");
+      // Loops are 32-bit in the generated code (symbolic dims have no extent to check against).
+      if (t > std::numeric_limits<int32_t>::max())
+        throw ScheduleError(where + ": tile " + std::to_string(t) + " on dim '" + dim +
+                            "' does not fit a 32-bit loop; use at most " +
+                            std::to_string(std::numeric_limits<int32_t>::max()));
+    }
     if (!it->extent.is_symbolic() && sizes[0] > it->extent.value)
       throw ScheduleError(where + ": tile " + std::to_string(sizes[0]) + " on dim '" + dim +
                           "' exceeds extent " + std::to_string(it->extent.value));

@@ -71,6 +71,15 @@ struct Pipelining {
   bool operator==(const Pipelining&) const = default;
 };
 
+// A dense copy of the region of `tensor` (an input or a producer stage) that
+// this stage reads, made at one of its loops: packing, e.g. a matmul's panel
+// of B, contiguous and reused by every row tile instead of strided rows.
+struct CacheRead {
+  std::string tensor;
+  std::string loop;
+  bool operator==(const CacheRead&) const = default;
+};
+
 struct GpuMapping {
   std::vector<std::string> blocks;   // loops mapped to GPU blocks, outermost first
   std::vector<std::string> threads;  // loops mapped to GPU threads
@@ -82,6 +91,12 @@ struct StageSchedule {
   std::optional<Placement> store;    // where its storage lives (default: with compute)
   LoopSchedule loops;                // pure definition
   std::optional<LoopSchedule> update;  // reduction update (default: no directives)
+  // A reduction accumulates into a separate buffer computed per iteration of
+  // this loop of its pure definition (a register or cache tile: the matmul
+  // micro-kernel when the stage has no consumer to be computed in), then
+  // writes it out. Empty: the reduction runs in the stage's own storage.
+  std::string accumulator_at;
+  std::vector<CacheRead> cache;      // packed copies of what it reads
   Precision precision;
   Pipelining pipeline;
   std::string device = "cpu";        // cpu | cuda | opencl

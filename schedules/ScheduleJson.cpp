@@ -1,5 +1,6 @@
 #include "schedules/ScheduleJson.h"
 
+#include <algorithm>
 #include <fstream>
 #include <initializer_list>
 #include <sstream>
@@ -13,6 +14,33 @@ namespace {
 
 [[noreturn]] void fail(const std::string& path, const std::string& msg) {
   throw ScheduleError("schedule JSON " + path + ": " + msg);
+}
+
+// Schedules are a few levels deep; much deeper input is hostile, and
+// nlohmann's dump() (used in messages) recurses once per level.
+constexpr int kMaxDepth = 64;
+
+// Nesting depth of `j`, stopping once past kMaxDepth; iterative, so that any depth is safe.
+int depth(const json& j) {
+  std::vector<std::pair<const json*, int>> todo{{&j, 1}};
+  int deepest = 0;
+  while (!todo.empty()) {
+    const auto [n, d] = todo.back();
+    todo.pop_back();
+    deepest = std::max(deepest, d);
+    if (deepest > kMaxDepth) return deepest;
+    if (n->is_structured())
+      for (const auto& c : *n) todo.emplace_back(&c, d + 1);
+  }
+  return deepest;
+}
+
+// A value for an error message: short, and printable even when a string
+// holds invalid UTF-8 (which strict dump() rejects with its own exception).
+std::string show(const json& j) {
+  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
 }
 
 void check_keys(const json& j, const std::string& path, std::initializer_list<const char*> allowed) {
@@ -29,11 +57,14 @@ void check_keys(const json& j, const std::string& path, std::initializer_list<co
 }
 
 std::string get_string(const json& j, const std::string& path) {
-  if (!j.is_string()) fail(path, "must be a string, got " + j.dump());
+  if (!j.is_string()) fail(path, "must be a string, got " + show(j));
   return j.get<std::string>();
 }
 int64_t get_int(const json& j, const std::string& path, int64_t lo, int64_t hi) {
-  if (!j.is_number_integer()) fail(path, "must be an integer, got " + j.dump());
+  if (!j.is_number_integer()) fail(path, "must be an integer, got " + show(j));
+  // Unsigned values past int64 would wrap to negative numbers in get<int64_t>.
+  if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(hi))
+    fail(path, "value " + show(j) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   const int64_t v = j.get<int64_t>();
   if (v < lo || v > hi)
     fail(path, "value " + std::to_string(v) + " is outside [" + std::to_string(lo) + ", " +
@@ -41,7 +72,7 @@ int64_t get_int(const json& j, const std::string& path, int64_t lo, int64_t hi) 
   return v;
 }
 bool get_bool(const json& j, const std::string& path) {
-  if (!j.is_boolean()) fail(path, "must be true or false, got " + j.dump());
+  if (!j.is_boolean()) fail(path, "must be true or false, got " + show(j));
   return j.get<bool>();
 }
 std::vector<std::string> get_names(const json& j, const std::string& path) {
@@ -105,7 +136,7 @@ void loops_from_json(const json& j, const std::string& path, LoopSchedule& l) {
         continue;
       }
       if (!sizes.is_array() || sizes.empty() || sizes.size() > 2)
-        fail(p, "must be a size or a list of 1 or 2 sizes, got " + sizes.dump());
+        fail(p, "must be a size or a list of 1 or 2 sizes, got " + show(sizes));
       std::vector<int64_t> v;
       for (size_t i = 0; i < sizes.size(); ++i)
         v.push_back(get_int(sizes[i], p + "[" + std::to_string(i) + "]", 1, int64_t{1} << 40));
@@ -124,6 +155,9 @@ void loops_from_json(const json& j, const std::string& path, LoopSchedule& l) {
       if (v.contains("width"))
         l.vector_width = static_cast<int>(get_int(v["width"], path + ".vectorize.width", 0, 1024));
     }
+    // An empty name would mean "no vectorize" and silently drop the width
+    // (found by the fuzzer: the schedule changed in a JSON round trip).
+    if (l.vectorize.empty()) fail(path + ".vectorize", "must name a loop, got an empty name");
   }
   if (j.contains("unroll")) {
     const json& u = j["unroll"];
@@ -141,7 +175,7 @@ void loops_from_json(const json& j, const std::string& path, LoopSchedule& l) {
 
 }  // namespace
 
-std::string to_string(const Placement& p) { return placement_to_json(p).dump(); }
+std::string to_string(const Placement& p) { return placement_to_json(p).dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json schedule_to_json(const Schedule& s) {
   json j;
@@ -160,6 +194,8 @@ json schedule_to_json(const Schedule& s) {
     js["compute"] = placement_to_json(st.compute);
     if (st.store) js["store"] = placement_to_json(*st.store);
     if (st.update) js["update"] = loops_to_json(*st.update);
+    if (!st.accumulator_at.empty()) js["accumulator_at"] = st.accumulator_at;
+    for (const auto& c : st.cache) js["cache"].push_back({{"tensor", c.tensor}, {"loop", c.loop}});
     json prec = json::object();
     if (st.precision.storage) prec["storage"] = to_string(*st.precision.storage);
     if (st.precision.compute) prec["compute"] = to_string(*st.precision.compute);
@@ -184,10 +220,11 @@ json schedule_to_json(const Schedule& s) {
 
 Schedule schedule_from_json(const json& j) {
   Schedule s;
+  if (depth(j) > kMaxDepth) fail("(top)", "is nested deeper than " + std::to_string(kMaxDepth) + " levels");
   check_keys(j, "(top)", {"schema", "options", "stages"});
   if (!j.contains("schema")) fail("(top)", "missing \"schema\" (expected " + std::to_string(kScheduleSchemaVersion) + ")");
   if (get_int(j["schema"], "schema", 0, 1 << 20) != kScheduleSchemaVersion)
-    fail("schema", "version " + j["schema"].dump() + " is not supported; expected " +
+    fail("schema", "version " + show(j["schema"]) + " is not supported; expected " +
                        std::to_string(kScheduleSchemaVersion));
   if (j.contains("options")) {
     const json& o = j["options"];
@@ -204,11 +241,23 @@ Schedule schedule_from_json(const json& j) {
     for (const auto& [name, js] : stages.items()) {
       const std::string path = "stages." + name;
       check_keys(js, path, {"compute", "store", "tile", "order", "vectorize", "unroll", "parallel",
-                            "update", "precision", "pipeline", "device", "gpu"});
+                            "update", "accumulator_at", "cache", "precision", "pipeline", "device", "gpu"});
       StageSchedule st;
       if (js.contains("compute")) st.compute = placement_from_json(js["compute"], path + ".compute");
       if (js.contains("store")) st.store = placement_from_json(js["store"], path + ".store");
       loops_from_json(js, path, st.loops);
+      if (js.contains("accumulator_at")) st.accumulator_at = get_string(js["accumulator_at"], path + ".accumulator_at");
+      if (js.contains("cache")) {
+        const std::string cp = path + ".cache";
+        if (!js["cache"].is_array()) fail(cp, "must be a list of {\"tensor\", \"loop\"}");
+        for (size_t i = 0; i < js["cache"].size(); ++i) {
+          const json& c = js["cache"][i];
+          const std::string ip = cp + "[" + std::to_string(i) + "]";
+          check_keys(c, ip, {"tensor", "loop"});
+          if (!c.contains("tensor") || !c.contains("loop")) fail(ip, "needs \"tensor\" and \"loop\"");
+          st.cache.push_back({get_string(c["tensor"], ip + ".tensor"), get_string(c["loop"], ip + ".loop")});
+        }
+      }
       if (js.contains("update")) {
         check_keys(js["update"], path + ".update", {"tile", "order", "vectorize", "unroll", "parallel"});
         st.update.emplace();
@@ -251,12 +300,23 @@ Schedule schedule_from_json(const json& j) {
   return s;
 }
 
-std::string schedule_to_json_string(const Schedule& s, int indent) { return schedule_to_json(s).dump(indent); }
+std::string schedule_to_json_string(const Schedule& s, int indent) {
+  try {
+    return schedule_to_json(s).dump(indent);
+  } catch (const json::exception& e) {  // a name that is not valid UTF-8
+    throw ScheduleError(std::string("schedule cannot be written as JSON: ") + e.what());
+  }
+}
 
 Schedule schedule_from_json_string(const std::string& text) {
   json j;
   try {
-    j = json::parse(text);
+    // Reject deep nesting while parsing, before anything recurses over it.
+    j = json::parse(text, [](int d, json::parse_event_t, json&) {
+      if (d > kMaxDepth)
+        throw ScheduleError("schedule JSON is nested deeper than " + std::to_string(kMaxDepth) + " levels");
+      return true;
+    });
   } catch (const json::exception& e) {
     throw ScheduleError(std::string("schedule JSON does not parse: ") + e.what());
   }

@@ -38,6 +38,103 @@ bool downstream(const Program& p, const std::string& producer, const std::string
   return false;
 }
 
+// The loops a producer can be computed or stored at in stage `c`: those of its
+// last definition (Halide places producers in the last stage, the update of
+// a reduction, which is also where a reduction reads its inputs).
+std::vector<Loop> placement_loops(const Stage& c, const StageSchedule* cs) {
+  const LoopSchedule none;
+  if (c.reduce) return loop_nest(c, cs && cs->update ? *cs->update : none, true);
+  return loop_nest(c, cs ? cs->loops : none, false);
+}
+
+// Does `ls` split loop `l` further (unroll or vectorize by a factor smaller
+// than the loop)? Halide then places things at the outer part, and sizes
+// them wrongly: negative allocations and out-of-bounds reads were found by
+// test_differential, so nothing is placed at such a loop.
+bool factor_split(const LoopSchedule& ls, const Loop& l) {
+  const auto u = ls.unroll.find(l.name);
+  const bool unroll_split = u != ls.unroll.end() && u->second != 0 && !(l.extent == u->second && l.name != l.dim);
+  const bool vector_split = ls.vectorize == l.name && ls.vector_width != 0 && !(l.extent == ls.vector_width && l.name != l.dim);
+  return unroll_split || vector_split;
+}
+
+// Loops of `st` that enclose its reads (where a cache can be made): the pure
+// loops of a pure stage; the update loops of a reduction, and its pure loops
+// down to its accumulator tile when it has one.
+std::vector<std::string> cache_loops(const Stage& st, const StageSchedule& ss) {
+  std::vector<std::string> r;
+  if (!st.reduce || !ss.accumulator_at.empty()) {
+    for (const Loop& l : loop_nest(st, ss.loops, false)) {
+      r.push_back(l.name);
+      if (l.name == ss.accumulator_at) break;
+    }
+  }
+  if (st.reduce) {
+    const LoopSchedule none;
+    for (const Loop& l : loop_nest(st, ss.update ? *ss.update : none, true)) r.push_back(l.name);
+  }
+  return r;
+}
+
+// One loop around a stage's computation, outermost first, with whether its
+// iterations run concurrently (parallel, or vector lanes).
+struct Enclosing {
+  std::string stage, loop;
+  bool concurrent = false;
+};
+
+// The loops around the body of `stage`'s loop `loop`, from the root inwards,
+// following compute_at chains outwards. A loop vectorized with a width that
+// splits it keeps its name for the outer part and gets an unnamed lane loop
+// just inside (as Halide's vectorize(x, w) does).
+std::vector<Enclosing> enclosing_loops(const Program& p, const Schedule& s, const std::string& stage,
+                                       const std::string& loop, int depth = 0) {
+  const Stage& c = p.stage(stage);
+  const StageSchedule* cs = s.find(stage);
+  std::vector<Enclosing> r;
+  if (cs && cs->compute.kind == Placement::Kind::At && depth < 64)
+    r = enclosing_loops(p, s, cs->compute.stage, cs->compute.loop, depth + 1);
+  const LoopSchedule none;
+  auto concurrent = [](const LoopSchedule& ls, const Loop& l, bool& split) {
+    const bool par = std::find(ls.parallel.begin(), ls.parallel.end(), l.name) != ls.parallel.end();
+    const bool vec = ls.vectorize == l.name;
+    split = vec && !(ls.vector_width == 0 || (l.extent == ls.vector_width && l.name != l.dim));
+    return par || (vec && !split);
+  };
+  if (c.reduce && cs && !cs->accumulator_at.empty()) {
+    // The update runs inside the pure loops down to accumulator_at.
+    for (const Loop& l : loop_nest(c, cs->loops, false)) {
+      bool split = false;
+      r.push_back({stage, l.name + " (pure)", concurrent(cs->loops, l, split)});
+      if (l.name == cs->accumulator_at) break;
+      if (split) r.push_back({stage, l.name + " (pure, vector lanes)", true});
+    }
+  }
+  const LoopSchedule& ls = !cs ? none : c.reduce ? (cs->update ? *cs->update : none) : cs->loops;
+  for (const Loop& l : placement_loops(c, cs)) {
+    bool split = false;
+    r.push_back({stage, l.name, concurrent(ls, l, split)});
+    if (l.name == loop) break;
+    if (split) r.push_back({stage, l.name + " (vector lanes)", true});
+  }
+  return r;
+}
+
+// Stages that really read `name`, looking through inline stages.
+std::set<std::string> effective_consumers(const Program& p, const Schedule& s, const std::string& name, int depth = 0) {
+  std::set<std::string> r;
+  for (const auto& c : p.consumers(name)) {
+    const StageSchedule* cs = s.find(c);
+    if (cs && cs->compute.kind == Placement::Kind::Inline && depth < 64) {
+      const auto sub = effective_consumers(p, s, c, depth + 1);
+      r.insert(sub.begin(), sub.end());
+    } else {
+      r.insert(c);
+    }
+  }
+  return r;
+}
+
 // `at_consumer`: the stage is computed inside a consumer loop, so its loop
 // extents are the consumer tile's (Halide's bounds inference), not the shape's.
 void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Target* target,
@@ -49,6 +146,9 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
     if (!l)
       throw ScheduleError(where + ": vectorize names unknown loop '" + ls.vectorize + "'; loops: " +
                           join(names(loops)));
+    if (l->reduction && update)
+      throw ScheduleError(where + ": vectorize on reduction loop '" + ls.vectorize +
+                          "' would race on the accumulator; vectorize a pure loop");
     if (ls.vector_width == 0 && l->extent < 0 && !at_consumer)
       throw ScheduleError(where + ": vectorize '" + ls.vectorize +
                           "' without a width needs a constant extent (it is " + l->extent_str + ")");
@@ -56,6 +156,14 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
     if (!at_consumer && l->extent > 0 && w > l->extent && l->name == l->dim)
       throw ScheduleError(where + ": vector width " + std::to_string(w) + " exceeds the extent " +
                           l->extent_str + " of loop '" + ls.vectorize + "'");
+    // Lanes must tile a tile's inner loop exactly: a partial vector of a
+    // guarded tile is both wasted and a shape Halide miscompiles (guarded
+    // lanes stored out of bounds: a crash found by test_differential).
+    if ((l->name == l->dim + "_i" || l->name == l->dim + "_m") && l->extent > 0 && ls.vector_width > 0 &&
+        l->extent % ls.vector_width != 0)
+      throw ScheduleError(where + ": vector width " + std::to_string(ls.vector_width) + " does not divide the extent " +
+                          l->extent_str + " of tile loop '" + ls.vectorize + "'; use a divisor of " + l->extent_str +
+                          " (or width 0 for the whole tile)");
     if (w > 256)
       throw ScheduleError(where + ": vector width " + std::to_string(w) + " on '" + ls.vectorize +
                           "' is too wide; use at most 256 lanes");
@@ -75,6 +183,18 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
       throw ScheduleError(where + ": full unroll of '" + n + "' needs a constant extent of at most 64 (it is " +
                           l->extent_str + "); give a factor instead");
     if (f < 0) throw ScheduleError(where + ": unroll factor of '" + n + "' must be >= 0");
+    // As for vector lanes: a factor must tile a tile's inner loop exactly
+    // (a guarded remainder inside a tile made Halide compute producers past
+    // the tensor's end and read inputs out of bounds, found by test_differential).
+    if ((l->name == l->dim + "_i" || l->name == l->dim + "_m") && l->extent > 0 && f > 0 && l->extent % f != 0)
+      throw ScheduleError(where + ": unroll factor " + std::to_string(f) + " does not divide the extent " +
+                          l->extent_str + " of tile loop '" + n + "'; use a divisor of " + l->extent_str +
+                          " (or 0 to unroll it fully)");
+    // An untiled dim of a root stage shifts its last chunk inwards, which
+    // needs the factor to fit the extent (else it would start before 0).
+    if (!at_consumer && !update && l->extent > 0 && f > l->extent && l->name == l->dim)
+      throw ScheduleError(where + ": unroll factor " + std::to_string(f) + " of '" + n + "' exceeds its extent " +
+                          l->extent_str + "; use at most " + l->extent_str);
   }
   for (const auto& n : ls.parallel) {
     const Loop* l = find_loop(loops, n);
@@ -124,6 +244,16 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
                           p.name() + "': " + join(stage_names));
     }
   }
+  // compute_at chains must not form a cycle.
+  for (const auto& [name, ss] : s.stages) {
+    std::set<std::string> chain{name};
+    const StageSchedule* cur = &ss;
+    while (cur && cur->compute.kind == Placement::Kind::At) {
+      if (!chain.insert(cur->compute.stage).second)
+        throw ScheduleError("stage '" + name + "': compute_at chain loops back to '" + cur->compute.stage + "'");
+      cur = s.find(cur->compute.stage);
+    }
+  }
   for (const auto& [name, ss] : s.stages) {
     const Stage& st = p.stage(name);
     const std::string where = "stage '" + name + "'";
@@ -160,30 +290,124 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
       }
       const Stage& c = p.stage(pl.stage);
       const StageSchedule* cs = s.find(pl.stage);
-      const LoopSchedule none;
-      const auto pure = loop_nest(c, cs ? cs->loops : none, false);
-      std::vector<Loop> all = pure;
-      if (c.reduce) {
-        const auto upd = loop_nest(c, cs && cs->update ? *cs->update : none, true);
-        all.insert(all.end(), upd.begin(), upd.end());
-      }
-      if (!find_loop(all, pl.loop)) {
-        std::vector<std::string> n = names(all);
-        std::sort(n.begin(), n.end());
-        n.erase(std::unique(n.begin(), n.end()), n.end());
+      if (cs && cs->compute.kind == Placement::Kind::Inline && s.options.opt_level != 0)
+        throw ScheduleError(where + ": " + what + " at '" + pl.stage + "', which is inline and so has no loops; " +
+                            "compute '" + pl.stage + "' at root or at a loop first");
+      // A producer is computed in its consumer's last definition: the update of a reduction.
+      const std::vector<Loop> loops = placement_loops(c, cs);
+      if (!find_loop(loops, pl.loop)) {
         throw ScheduleError(where + ": " + what + " at loop '" + pl.loop + "' of '" + pl.stage +
-                            "', which has no such loop; its loops: " + join(n));
+                            "', which has no such loop; its loops" + (c.reduce ? " (of its update)" : "") + ": " +
+                            join(names(loops)));
       }
+      const LoopSchedule none;
+      const LoopSchedule& cl = !cs ? none : c.reduce ? (cs->update ? *cs->update : none) : cs->loops;
+      if (factor_split(cl, *find_loop(loops, pl.loop)))
+        throw ScheduleError(where + ": " + what + " at loop '" + pl.loop + "' of '" + pl.stage +
+                            "', which that stage splits by an unroll factor or vector width; place it at a loop " +
+                            "outside, or unroll that loop fully");
     };
     check_placement(ss.compute, "computed");
     if (ss.store) check_placement(*ss.store, "stored");
+    if (ss.compute.kind == Placement::Kind::At && s.options.opt_level != 0) {
+      // Every stage that reads it (through inline stages) must run inside that loop.
+      for (const std::string& e : effective_consumers(p, s, name)) {
+        if (e == ss.compute.stage) continue;
+        const StageSchedule* es = s.find(e);
+        bool inside = false;
+        if (es && es->compute.kind == Placement::Kind::At)
+          for (const Enclosing& l : enclosing_loops(p, s, es->compute.stage, es->compute.loop))
+            inside |= l.stage == ss.compute.stage && l.loop == ss.compute.loop;
+        if (!inside)
+          throw ScheduleError(where + ": computed at '" + ss.compute.stage + "." + ss.compute.loop + "', but '" + e +
+                              "' also reads it outside that loop; compute it at root, or at a loop enclosing all its readers");
+      }
+    }
+    if (ss.store && ss.compute.kind != Placement::Kind::At && ss.store->kind != Placement::Kind::Root)
+      throw ScheduleError(where + ": stored at " + to_string(*ss.store) + " but computed " + to_string(ss.compute) +
+                          "; storage can only be hoisted out of a compute_at: use \"root\"");
+    if (ss.store && ss.compute.kind == Placement::Kind::At && s.options.opt_level != 0 && *ss.store != ss.compute) {
+      // Storage must enclose the computation, and no concurrent loop may lie
+      // between them (each thread or lane would write the same buffer).
+      const auto loops = enclosing_loops(p, s, ss.compute.stage, ss.compute.loop);
+      size_t from = 0;
+      if (ss.store->kind == Placement::Kind::Inline)
+        throw ScheduleError(where + ": store \"inline\" is not a storage level; use \"root\" or a loop");
+      if (ss.store->kind == Placement::Kind::At) {
+        const auto it = std::find_if(loops.begin(), loops.end(), [&](const Enclosing& e) {
+          return e.stage == ss.store->stage && e.loop == ss.store->loop;
+        });
+        if (it == loops.end()) {
+          std::string valid = "\"root\"";
+          for (const auto& e : loops)
+            if (e.loop.find(' ') == std::string::npos) valid += ", " + e.stage + "." + e.loop;
+          throw ScheduleError(where + ": stored at '" + ss.store->stage + "." + ss.store->loop +
+                              "', which does not enclose where it is computed; valid: " + valid);
+        }
+        from = static_cast<size_t>(it - loops.begin()) + 1;
+        // Halide's hoist_storage finds the loop by name in the first stage
+        // that has it, so a reduction's update loop that its pure part also
+        // has is out of reach ("Couldn't find a matching Realize node", found
+        // by test_differential).
+        const Stage& sc = p.stage(ss.store->stage);
+        const StageSchedule* scs = s.find(ss.store->stage);
+        if (sc.reduce && find_loop(loop_nest(sc, scs ? scs->loops : LoopSchedule{}, false), ss.store->loop))
+          throw ScheduleError(where + ": stored at loop '" + ss.store->loop + "' of reduction '" + ss.store->stage +
+                              "', whose pure definition has a loop of the same name; store at \"root\" or at a loop " +
+                              "only its update has");
+      }
+      for (size_t k = from; k < loops.size(); ++k)
+        if (loops[k].concurrent)
+          throw ScheduleError(where + ": stored outside but computed inside the parallel or vectorized loop '" +
+                              loops[k].stage + "." + loops[k].loop + "', a race; store it inside that loop");
+    }
 
     // Loops.
     const bool at = ss.compute.kind == Placement::Kind::At;
     check_loops(st, ss.loops, false, target, prec.compute, at);
+    if (!ss.accumulator_at.empty()) {
+      if (!st.reduce) throw ScheduleError(where + " has no reduction, so it has no accumulator to place");
+      if (ss.compute.kind == Placement::Kind::Inline) throw ScheduleError(where + " is inline, so it has no accumulator to place");
+      const auto pure = loop_nest(st, ss.loops, false);
+      if (!find_loop(pure, ss.accumulator_at))
+        throw ScheduleError(where + ": accumulator_at names unknown loop '" + ss.accumulator_at +
+                            "'; loops of its pure definition: " + join(names(pure)));
+      // A factor split of that loop leaves Halide an accumulator region it
+      // sizes wrongly (a negative allocation, found by test_differential).
+      const auto u = ss.loops.unroll.find(ss.accumulator_at);
+      if (ss.loops.vectorize == ss.accumulator_at || (u != ss.loops.unroll.end() && u->second != 0))
+        throw ScheduleError(where + ": accumulator_at loop '" + ss.accumulator_at +
+                            "' is vectorized or unrolled by a factor; accumulate at a loop outside those");
+    }
+    if (!ss.cache.empty()) {
+      if (ss.compute.kind == Placement::Kind::Inline) throw ScheduleError(where + " is inline, so it has no loops to cache at");
+      const auto loops = cache_loops(st, ss);
+      const auto reads = st.reads();
+      std::set<std::string> seen;
+      for (const CacheRead& c : ss.cache) {
+        if (std::find(reads.begin(), reads.end(), c.tensor) == reads.end())
+          throw ScheduleError(where + ": cache of '" + c.tensor + "', which it does not read; it reads: " + join(reads));
+        if (!seen.insert(c.tensor).second) throw ScheduleError(where + ": cache of '" + c.tensor + "' appears twice");
+        // The copy is computed where the stage was read: the stage itself must be
+        // complete before (root) or evaluated into the copy (inline).
+        const StageSchedule* cs = s.find(c.tensor);
+        if (p.find_stage(c.tensor) && cs && cs->compute.kind == Placement::Kind::At && s.options.opt_level != 0)
+          throw ScheduleError(where + ": cache of stage '" + c.tensor + "', which is computed at " + to_string(cs->compute) +
+                              "; a cached stage must be computed at root or inline");
+        if (std::find(loops.begin(), loops.end(), c.loop) == loops.end())
+          throw ScheduleError(where + ": cache of '" + c.tensor + "' at loop '" + c.loop +
+                              "', which does not enclose its reads; loops: " + join(loops));
+        // The copy is what the stage reads; prefetching the original as well
+        // made Halide read past the tensor (found by test_differential).
+        for (const Prefetch& f : ss.pipeline.prefetch)
+          if (f.tensor == c.tensor)
+            throw ScheduleError(where + ": prefetch of '" + c.tensor + "', which it also caches; drop one of them");
+      }
+    }
     if (ss.update) {
       if (!st.reduce) throw ScheduleError(where + " has no reduction, so it has no \"update\" to schedule");
-      check_loops(st, *ss.update, true, target, prec.accumulate, at);
+      // With an accumulator tile, the update's pure loops span that tile only.
+      check_loops(st, *ss.update, true, target, prec.accumulate, at || !ss.accumulator_at.empty());
     }
     if (ss.compute.kind == Placement::Kind::Inline && !ss.loops.empty())
       throw ScheduleError(where + " is inline, so it has no loops to tile, order, vectorize or parallelize");
@@ -221,16 +445,6 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
     }
   }
 
-  // compute_at chains must not form a cycle.
-  for (const auto& [name, ss] : s.stages) {
-    std::set<std::string> chain{name};
-    const StageSchedule* cur = &ss;
-    while (cur && cur->compute.kind == Placement::Kind::At) {
-      if (!chain.insert(cur->compute.stage).second)
-        throw ScheduleError("stage '" + name + "': compute_at chain loops back to '" + cur->compute.stage + "'");
-      cur = s.find(cur->compute.stage);
-    }
-  }
   if (s.options.opt_level < 0 || s.options.opt_level > 3)
     throw ScheduleError("options.opt_level " + std::to_string(s.options.opt_level) + " is outside 0-3");
   if (s.options.threads < 0) throw ScheduleError("options.threads must be >= 0");

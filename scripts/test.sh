@@ -5,5 +5,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/build.sh
 export PATH="$root/.venv/bin:$PATH"
-cd "${PTO_BUILD_DIR:-build}"
-ctest --output-on-failure -j "${PTO_TEST_JOBS:-2}" --timeout 900
+(cd "${PTO_BUILD_DIR:-build}" && ctest --output-on-failure -j "${PTO_TEST_JOBS:-2}" --timeout 900)
+# The schedule fuzzer in an ASan + UBSan build (skipped when this run is
+# itself a sanitizer build, or with PTO_SKIP_SANITIZED_FUZZ=1).
+case "${PTO_CMAKE_ARGS:-}" in *PTO_SANITIZE=ON*) exit 0 ;; esac
+[ "${PTO_SKIP_SANITIZED_FUZZ:-0}" = 1 ] || bash scripts/fuzz_sanitized.sh

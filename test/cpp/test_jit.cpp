@@ -155,6 +155,7 @@ TEST_CASE("every workload lowers correctly under plain and default schedules", "
       {"mlp", {{"S", 5}, {"H", 24}, {"F", 40}}},
       {"attention", {{"S", 19}, {"D", 16}}},
       {"conv2d", {{"N", 2}, {"C", 3}, {"H", 9}, {"W", 7}, {"O", 5}}},
+      {"batched_matmul", {{"Bt", 3}, {"M", 13}, {"N", 17}, {"K", 11}}},
   };
   for (const auto& w : workloads()) {
     INFO("workload " << w.name);

@@ -1,0 +1,225 @@
+// bench_matmul: C = A @ B, PTO's default schedule next to OpenBLAS and oneDNN,
+// side by side in one process.
+//
+//   build/bin/bench_matmul [--sizes 512,1024,2048] [--json FILE] [--no-bf16] [--min-seconds 0.5]
+//
+// fp32: pto-default (the default schedule of the `matmul` workload),
+// openblas (cblas_sgemm, OPENBLAS_CORETYPE=SkylakeX: its AVX-512 kernels) and
+// onednn (dnnl::matmul, plain row-major operands, as the others get them).
+// bf16: A, B and C in bf16 with f32 accumulation: pto-bf16 (default schedule,
+// precision from the types) and onednn-bf16. Every result is checked against
+// a float64 reference on sampled entries before timing. All use the machine's
+// cores (2 threads here: Halide's pool, OpenBLAS's and oneDNN's OpenMP).
+// Output: a table on stdout; with --json a list of
+// {"workload", "impl", "median_ms", "min_ms", "max_ms", "gflops"} records.
+#include <cblas.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "backends/Jit.h"
+#include "backends/Timing.h"
+#include "dsl/Workloads.h"
+#include "dsl/ops/Ops.h"
+#include "schedules/defaults/Defaults.h"
+
+extern "C" char* openblas_get_corename(void);
+
+namespace {
+
+using namespace pto;
+
+uint16_t to_bf16(float f) {  // round to nearest even
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+struct Record {
+  std::string workload, impl;
+  TimingStats t;
+  double gflops;
+};
+
+// Max |got - ref| / tol over sampled entries of C = A @ B (float64 reference).
+template <typename GetA, typename GetB, typename GetC>
+double check(int n, GetA a, GetB b, GetC c, double tol) {
+  std::mt19937 rng(5);
+  double worst = 0;
+  for (int s = 0; s < 256; ++s) {
+    const int i = static_cast<int>(rng() % n), j = static_cast<int>(rng() % n);
+    double ref = 0;
+    for (int k = 0; k < n; ++k) ref += double(a(i, k)) * double(b(k, j));
+    worst = std::max(worst, std::fabs(ref - double(c(i, j))) / tol);
+  }
+  return worst;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // OpenBLAS 0.3.21 does not recognise recent CPUs: re-exec with its AVX-512 kernels (see demo_matmul.cpp).
+  const char* want = std::getenv("PTO_OPENBLAS_CORETYPE");
+  if (!want && __builtin_cpu_supports("avx512f")) want = "SkylakeX";
+  const char* have = std::getenv("OPENBLAS_CORETYPE");
+  if (want && (!have || std::string(have) != want)) {
+    setenv("OPENBLAS_CORETYPE", want, 1);
+    execv("/proc/self/exe", argv);
+  }
+  std::vector<int> sizes{512, 1024, 2048};
+  std::string json_path;
+  bool no_bf16 = false;
+  double min_seconds = 0.5;
+  CLI::App app{"matmul: PTO default schedule vs OpenBLAS and oneDNN (fp32, bf16)"};
+  app.add_option("--sizes", sizes, "square sizes n (M = N = K)")->delimiter(',');
+  app.add_option("--json", json_path, "write the records as JSON");
+  app.add_flag("--no-bf16", no_bf16, "skip the bf16 runs");
+  app.add_option("--min-seconds", min_seconds, "time per measurement");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const Target t = parse_target("host");
+    std::printf("bench_matmul: target %s, %u hardware threads, OpenBLAS core %s, oneDNN %d.%d.%d\n", t.halide.c_str(),
+                std::thread::hardware_concurrency(), openblas_get_corename(), dnnl_version()->major,
+                dnnl_version()->minor, dnnl_version()->patch);
+    std::printf("bf16: this CPU has %s and %s; bf16 products accumulate in f32\n",
+                __builtin_cpu_supports("avx512bf16") ? "avx512_bf16" : "no avx512_bf16", t.amx ? "AMX" : "no AMX");
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    dnnl::stream strm(eng);
+    std::vector<Record> recs;
+    bool ok = true;
+    for (const int n : sizes) {
+      const size_t nn = static_cast<size_t>(n) * n;
+      std::vector<float> a(nn), b(nn), c(nn);
+      std::mt19937 rng(7);
+      std::uniform_real_distribution<float> dist(-1, 1);
+      for (auto& x : a) x = dist(rng);
+      for (auto& x : b) x = dist(rng);
+      const double flops = 2.0 * n * n * n;
+      const std::string wl = "matmul_f32_n" + std::to_string(n);
+      // f32 sums of n products in [-1, 1]: error below n * 2^-24 * n; the
+      // sampled check uses 4 sqrt(n) n 2^-24 (random-sign rounding), far below any real bug.
+      const double tol = 4.0 * std::sqrt(double(n)) * n * 6e-8;
+      auto at = [](const std::vector<float>& v, int n) { return [&v, n](int i, int j) { return v[size_t(i) * n + j]; }; };
+      auto record = [&](const std::string& w, const std::string& impl, const TimingStats& ts, double err) {
+        recs.push_back({w, impl, ts, flops / (ts.median_ms * 1e6)});
+        if (err > 1.0) {
+          std::fprintf(stderr, "%s %s: check FAILED (error %.3g x tolerance)\n", w.c_str(), impl.c_str(), err);
+          ok = false;
+        }
+      };
+
+      {  // PTO default schedule
+        const Program p = make_workload("matmul", {{"M", n}, {"N", n}, {"K", n}});
+        const Kernel k(p, default_schedule(p, t), t);
+        const std::vector<int64_t> sq{n, n};
+        const std::vector<BufferRef> ins{{a.data(), DType::F32, sq, {}}, {b.data(), DType::F32, sq, {}}};
+        const std::vector<BufferRef> outs{{c.data(), DType::F32, sq, {}}};
+        k.run(ins, outs);
+        const double err = check(n, at(a, n), at(b, n), at(c, n), tol);
+        record(wl, "pto-default", time_it([&] { k.run(ins, outs); }, 2, 5, min_seconds), err);
+      }
+      {  // OpenBLAS
+        auto run = [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                      c.data(), n);
+        };
+        run();
+        const double err = check(n, at(a, n), at(b, n), at(c, n), tol);
+        record(wl, "openblas", time_it(run, 2, 5, min_seconds), err);
+      }
+      using dt = dnnl::memory::data_type;
+      using tag = dnnl::memory::format_tag;
+      const dnnl::memory::dims dims{n, n};
+      {  // oneDNN f32
+        const dnnl::memory::desc md(dims, dt::f32, tag::ab);
+        const dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng));
+        dnnl::memory am(md, eng, a.data()), bm(md, eng, b.data()), cm(md, eng, c.data());
+        auto run = [&] {
+          prim.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+          strm.wait();
+        };
+        run();
+        const double err = check(n, at(a, n), at(b, n), at(c, n), tol);
+        record(wl, "onednn", time_it(run, 2, 5, min_seconds), err);
+      }
+      if (no_bf16) continue;
+      // bf16 operands and result, f32 accumulation. Inputs are exactly bf16;
+      // the reference uses the same bf16 values, so the error is the f32
+      // accumulation plus one rounding of C to bf16 (2^-8 relative on |C| <= sqrt-ish n).
+      std::vector<uint16_t> ah(nn), bh(nn), ch(nn);
+      for (size_t i = 0; i < nn; ++i) ah[i] = to_bf16(a[i]), bh[i] = to_bf16(b[i]);
+      auto at16 = [](const std::vector<uint16_t>& v, int n) { return [&v, n](int i, int j) { return from_bf16(v[size_t(i) * n + j]); }; };
+      const double tol16 = tol + std::ldexp(4.0 * std::sqrt(double(n)), -8);  // |C| ~ sqrt(n/9), bound 4 sqrt(n)
+      const std::string wl16 = "matmul_bf16_n" + std::to_string(n);
+      {
+        Program p("matmul_bf16");
+        const Tensor ta = p.input("A", {n, n}, DType::BF16), tb = p.input("B", {n, n}, DType::BF16);
+        p.output(ops::matmul(ta, tb, "C"));
+        Schedule s = default_schedule(p, t);
+        s["C"].precision.compute = DType::F32;
+        s["C"].precision.accumulate = DType::F32;
+        const Kernel k(p, s, t);
+        const std::vector<int64_t> sq{n, n};
+        const std::vector<BufferRef> ins{{ah.data(), DType::BF16, sq, {}}, {bh.data(), DType::BF16, sq, {}}};
+        const std::vector<BufferRef> outs{{ch.data(), DType::BF16, sq, {}}};
+        k.run(ins, outs);
+        const double err = check(n, at16(ah, n), at16(bh, n), at16(ch, n), tol16);
+        recs.push_back({wl16, "pto-bf16", time_it([&] { k.run(ins, outs); }, 2, 5, min_seconds), 0});
+        recs.back().gflops = flops / (recs.back().t.median_ms * 1e6);
+        if (err > 1.0) std::fprintf(stderr, "%s pto-bf16: check FAILED (%.3g)\n", wl16.c_str(), err), ok = false;
+      }
+      {
+        const dnnl::memory::desc md(dims, dt::bf16, tag::ab);
+        const dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng));
+        dnnl::memory am(md, eng, ah.data()), bm(md, eng, bh.data()), cm(md, eng, ch.data());
+        auto run = [&] {
+          prim.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+          strm.wait();
+        };
+        run();
+        const double err = check(n, at16(ah, n), at16(bh, n), at16(ch, n), tol16);
+        recs.push_back({wl16, "onednn-bf16", time_it(run, 2, 5, min_seconds), 0});
+        recs.back().gflops = flops / (recs.back().t.median_ms * 1e6);
+        if (err > 1.0) std::fprintf(stderr, "%s onednn-bf16: check FAILED (%.3g)\n", wl16.c_str(), err), ok = false;
+      }
+    }
+    std::printf("\n%-18s %-13s %10s %10s %10s %9s\n", "workload", "impl", "median_ms", "min_ms", "max_ms", "GFLOP/s");
+    nlohmann::json out = nlohmann::json::array();
+    for (const Record& r : recs) {
+      std::printf("%-18s %-13s %10.3f %10.3f %10.3f %9.1f\n", r.workload.c_str(), r.impl.c_str(), r.t.median_ms,
+                  r.t.min_ms, r.t.max_ms, r.gflops);
+      out.push_back({{"workload", r.workload}, {"impl", r.impl}, {"median_ms", r.t.median_ms}, {"min_ms", r.t.min_ms},
+                     {"max_ms", r.t.max_ms}, {"gflops", r.gflops}});
+    }
+    if (!json_path.empty()) {
+      std::ofstream f(json_path);
+      if (!f) throw pto::RuntimeError("cannot write '" + json_path + "'");
+      f << out.dump(2) << "\n";
+    }
+    return ok ? 0 : 1;
+  } catch (const pto::Error& e) {
+    std::fprintf(stderr, "bench_matmul: error: %s\n", e.what());
+    return 2;
+  } catch (const dnnl::error& e) {
+    std::fprintf(stderr, "bench_matmul: oneDNN error: %s\n", e.what());
+    return 2;
+  }
+}
