@@ -65,6 +65,8 @@ class Measurer {
   void measure(const std::vector<Candidate>& cands,
                const std::function<void(const Candidate&, const Measurement&)>& done);
   const MeasureOptions& options() const { return o_; }
+  // Tightens the run timeout (the tuner does once the default schedule's time is known).
+  void set_run_timeout(double s) { o_.run_timeout_s = s; }
   const std::string& work_dir() const { return dir_; }
 
  private:

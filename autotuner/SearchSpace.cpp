@@ -22,7 +22,7 @@ namespace {
 //                    3 the reduction's outer tile outside the pure tiles, the rest as 2
 //   update_tile_a/b/r, update_vectorize, update_unroll_a (as above), update_unroll_b (-1 / 0),
 //   update_parallel  as above, for the reduction's update definition
-//   pipeline         0 none, 1 async, 2 async + ring_buffer(2)  (stages computed at a consumer)
+//   pipeline         0 none, 1 async (stages computed at a consumer)
 //   storage          0 logical type, 1 bf16, 2 f16 (intermediates, only under an accuracy budget)
 constexpr int kPlaceRoot = 0, kPlaceInline = 1, kPlaceAt = 2, kAtLevels = 4;
 
@@ -141,7 +141,9 @@ void SearchSpace::add_stage_knobs(const Stage& st) {
       if (t_.cores > 1) add("update_parallel", {0, 1});
     }
   }
-  if (!out && has_consumers) add("pipeline", {0, 1, 2});
+  // ring_buffer is not offered: Halide 21 rejects it unless storage is hoisted
+  // (hoist_storage), which the schedule format cannot express yet.
+  if (!out && has_consumers) add("pipeline", {0, 1});
   if (!out && is_float(st.dtype) && o_.max_rel_error > 0) {
     // bf16 keeps 8 significant bits (relative rounding 2^-9 ~ 2e-3), f16 11 (2^-12 ~ 2.4e-4):
     // offered only where the budget leaves room for a few such roundings to compound.
@@ -319,7 +321,6 @@ Schedule SearchSpace::decode(const Genome& g) const {
     if (at) {
       const int64_t pl = k("pipeline", 0);
       ss.pipeline.async = pl >= 1;
-      ss.pipeline.ring_buffer = pl == 2 ? 2 : 0;
     }
     const int64_t storage = k("storage", 0);
     if (storage == 1) ss.precision.storage = DType::BF16;

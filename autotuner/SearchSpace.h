@@ -14,7 +14,7 @@
 //   update      for reductions: reduction loops innermost / outermost / between
 //               tile and point loops (register blocking), reduction tile, vector
 //               width, unrolls, parallel
-//   pipeline    for stages computed at a consumer: none / async / async + ring buffer
+//   pipeline    for stages computed at a consumer: none / async (ring_buffer: see SearchSpace.cpp)
 //   precision   storage type of intermediates, only when the accuracy budget allows
 // Domains keep only values that fit the static extents; a decoded schedule is
 // still validated (validate()) before it is measured.

@@ -101,6 +101,14 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
     run_batch({{{next_index++, def}, "", "default"}});
   }
 
+  // A candidate far slower than the default cannot win: cap its run (first run,
+  // check, warm-up and repetitions) at 30x the default's time per run, at least 3 s.
+  if (res.baseline && res.baseline->status == TrialStatus::Ok) {
+    const double per_run_s = res.baseline->median_ms / 1000;
+    const double cap = std::max(3.0, 3 * mo.min_seconds + 30 * per_run_s * (mo.min_reps + mo.warmup + 2));
+    measurer.set_run_timeout(std::min(mo.run_timeout_s, cap));
+  }
+
   while (static_cast<int>(res.history.size()) < o.trials) {
     if (out_of_time()) {
       res.stopped_by_time = true;
