@@ -187,6 +187,58 @@ Genome SearchSpace::crossover(const Genome& a, const Genome& b, std::mt19937_64&
   return c;
 }
 
+std::vector<Genome> SearchSpace::seeds() const {
+  struct Preset {
+    int64_t a, b_vectors;  // row tile, contiguous tile in vectors
+    int at_level;          // placement of producers at a consumer loop
+  };
+  const int64_t lanes = std::max(1, t_.vector_lanes(DType::F32));
+  std::vector<Genome> r;
+  for (const Preset& ps : {Preset{6, 4, 1}, Preset{4, 2, 0}, Preset{8, 2, 1}, Preset{2, 4, 0}}) {
+    Genome g(knobs_.size(), 0);
+    for (size_t i = 0; i < knobs_.size(); ++i) {
+      const Knob& k = knobs_[i];
+      const Stage& st = p_.stage(k.stage);
+      auto index_of = [&](int64_t v) -> int {
+        for (size_t j = 0; j < k.values.size(); ++j)
+          if (k.values[j] == v) return static_cast<int>(j);
+        return -1;
+      };
+      // The domain value nearest to `v` (ties: the smaller); domains are tiny.
+      auto nearest = [&](int64_t v) {
+        size_t best = 0;
+        for (size_t j = 1; j < k.values.size(); ++j)
+          if (std::llabs(k.values[j] - v) < std::llabs(k.values[best] - v)) best = j;
+        return static_cast<int>(best);
+      };
+      const std::string& n = k.name;
+      int c = 0;
+      if (n == "placement") {
+        c = index_of(kPlaceInline);
+        if (c < 0) c = index_of(kPlaceAt + ps.at_level);
+        if (c < 0) c = 0;
+      } else if (n == "tile_a" || n == "update_tile_a") {
+        c = nearest(ps.a);
+      } else if (n == "tile_b" || n == "update_tile_b") {
+        c = nearest(ps.b_vectors * lanes);
+      } else if (n == "vectorize" || n == "update_vectorize") {
+        c = k.values.size() > 1 ? 1 : 0;
+      } else if (n == "parallel" || n == "update_parallel") {
+        c = index_of(1);
+      } else if (n == "update_mode") {
+        c = index_of(2);
+      } else if (n == "update_unroll_a" || n == "update_unroll_b") {
+        c = index_of(0);
+      } else if (n == "unroll") {
+        c = index_of(st.reduce ? 0 : -1);
+      }
+      g[i] = std::max(c, 0);
+    }
+    if (std::find(r.begin(), r.end(), g) == r.end()) r.push_back(g);
+  }
+  return r;
+}
+
 int64_t SearchSpace::knob(const Genome& g, const std::string& stage, const std::string& name, int64_t fallback) const {
   for (size_t i = 0; i < knobs_.size(); ++i)
     if (knobs_[i].stage == stage && knobs_[i].name == name) return knobs_[i].values[static_cast<size_t>(g[i])];

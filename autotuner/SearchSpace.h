@@ -56,6 +56,11 @@ class SearchSpace {
   double size() const;
 
   Genome random(std::mt19937_64& rng) const;
+  // A few rule-based starting points (register-blocked reductions, inlined
+  // elementwise producers, parallel vectorized outputs, at several tile
+  // sizes): measured right after the default schedule, they give the
+  // strategies good parents instead of only uniform samples.
+  std::vector<Genome> seeds() const;
   // Changes `count` randomly chosen knobs to other values of their domains.
   Genome mutate(const Genome& g, std::mt19937_64& rng, int count = 1) const;
   // Uniform crossover: each knob from either parent.

@@ -1,5 +1,6 @@
 #include "autotuner/Tuner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
@@ -101,13 +102,18 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
     run_batch({{{next_index++, def}, "", "default"}});
   }
 
-  // A candidate far slower than the default cannot win: cap its run (first run,
-  // check, warm-up and repetitions) at 30x the default's time per run, at least 3 s.
-  if (res.baseline && res.baseline->status == TrialStatus::Ok) {
-    const double per_run_s = res.baseline->median_ms / 1000;
-    const double cap = std::max(3.0, 3 * mo.min_seconds + 30 * per_run_s * (mo.min_reps + mo.warmup + 2));
+  // A candidate far slower than the best so far cannot win: cap its run (first
+  // run, check, warm-up and repetitions) at 20x the best time per run, at least 3 s.
+  auto tighten_run_timeout = [&] {
+    if (!res.best) return;
+    const double per_run_s = res.best->median_ms / 1000;
+    const double cap = std::max(3.0, 3 * mo.min_seconds + 20 * per_run_s * (mo.min_reps + mo.warmup + 2));
     measurer.set_run_timeout(std::min(mo.run_timeout_s, cap));
-  }
+  };
+
+  // Then the rule-based seeds of the search space, valid and new ones only.
+  std::vector<Genome> seeds = space.seeds();
+  std::reverse(seeds.begin(), seeds.end());  // consumed from the back, in order
 
   while (static_cast<int>(res.history.size()) < o.trials) {
     if (out_of_time()) {
@@ -119,7 +125,9 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
     int attempts = 0;
     while (static_cast<int>(batch.size()) < want && attempts < 500) {
       ++attempts;
-      const Genome g = strategy->propose();
+      const bool seeded = !seeds.empty();
+      const Genome g = seeded ? seeds.back() : strategy->propose();
+      if (seeded) seeds.pop_back();
       Schedule s;
       try {
         s = space.decode(g);
@@ -131,12 +139,13 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
       }
       const std::string js = schedule_to_json_string(s, -1);
       if (!seen.insert(js).second) continue;  // measured before (maybe in an earlier run)
-      batch.push_back({{next_index++, s}, genome_to_string(g), strategy->name()});
+      batch.push_back({{next_index++, s}, genome_to_string(g), seeded ? "seed" : strategy->name()});
     }
     if (batch.empty()) {
       res.space_exhausted = true;
       break;
     }
+    tighten_run_timeout();
     run_batch(batch);
   }
 

@@ -128,10 +128,12 @@ TEST_CASE("tune: faults are recorded and the search goes on; a fixed seed repeat
     int reports = 0;
     const TuneResult r = tune(p, t, o, [&](const TuneProgress&) { ++reports; });
     CHECK(reports == 7);  // the start, then once per trial
-    REQUIRE(r.history.size() == 6);
-    CHECK(r.history[0].strategy == "default");
-    CHECK(r.history[0].status == TrialStatus::Crash);
-    CHECK(r.history[2].status == TrialStatus::WrongResult);
+    const auto h = by_index(r.history);
+    REQUIRE(h.size() == 6);
+    CHECK(h[0].strategy == "default");
+    CHECK(h[0].status == TrialStatus::Crash);
+    CHECK(h[1].strategy == "seed");  // rule-based seeds come right after the default
+    CHECK(h[2].status == TrialStatus::WrongResult);
     CHECK(r.failures >= 2);
     REQUIRE(r.best);
     CHECK(r.best->status == TrialStatus::Ok);
