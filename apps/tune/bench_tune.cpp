@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
   app.add_option("--strategy", o.strategy, "random | evolutionary | model");
   app.add_option("--seed", o.seed, "search seed");
   app.add_option("--jobs,-j", o.measure.jobs, "worker processes compiling at once");
+  app.add_option("--run-timeout", o.measure.run_timeout_s, "seconds before a candidate's run is killed");
   app.add_option("--tune-min-seconds", o.measure.min_seconds, "timing per candidate while tuning");
   app.add_option("--min-seconds", min_seconds, "timing per implementation in the final comparison");
   app.add_option("--workloads", only, "comma-separated labels (default: all)");

@@ -113,6 +113,26 @@ TEST_CASE("measurer: a schedule the code generator rejects is a compile error, n
   CHECK_THAT(got[0].error, Contains("ring_buffer"));
 }
 
+TEST_CASE("measurer: reduced precision passes only within the accuracy budget", "[tuner][measure]") {
+  const Target t = parse_target("host");
+  const Program p = make_workload("softmax", {{"R", 8}, {"C", 64}});
+  Schedule s;  // exp values stored in bf16: 8 significant bits, so ~2^-9 relative rounding per element
+  s["Y_exp"].precision.storage = DType::BF16;
+  for (const double budget : {1e-4, 2e-2}) {
+    MeasureOptions mo = quick();
+    mo.tolerance = budget;
+    Measurer m(p, t, mo);
+    std::vector<Measurement> got;
+    m.measure({{0, s}}, [&](const Candidate&, const Measurement& r) { got.push_back(r); });
+    REQUIRE(got.size() == 1);
+    INFO(got[0].error);
+    // The error is bf16 rounding (about 2^-9 of the largest output), far above f32's 1e-4 bound and below 2e-2.
+    CHECK(got[0].max_rel_error > 1e-4);
+    CHECK(got[0].max_rel_error < 2e-2);
+    CHECK(got[0].status == (budget < 1e-3 ? TrialStatus::WrongResult : TrialStatus::Ok));
+  }
+}
+
 TEST_CASE("tune: faults are recorded and the search goes on; a fixed seed repeats the search", "[tuner][measure]") {
   const Target t = parse_target("host");
   const Program p = small_matmul();
