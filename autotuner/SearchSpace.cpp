@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -187,14 +188,35 @@ Genome SearchSpace::crossover(const Genome& a, const Genome& b, std::mt19937_64&
   return c;
 }
 
+namespace {
+
+// Does `name` read a reduction, directly or through pure stages?
+bool reads_reduction(const Program& p, const std::string& name) {
+  for (const auto& r : p.stage(name).reads()) {
+    const Stage* st = p.find_stage(r);
+    if (st && (st->reduce || reads_reduction(p, r))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<Genome> SearchSpace::seeds() const {
   struct Preset {
     int64_t a, b_vectors;  // row tile, contiguous tile in vectors
     int at_level;          // placement of producers at a consumer loop
+    bool swap;             // column tiles outside row tiles
+    int mode;              // update_mode of reductions
+    bool update_tiles;     // tile the reductions' own pure loops
   };
+  // 1, 3, 5: the register-blocked micro-kernel inside an epilogue's tile (reduction
+  // at the epilogue's row-tile loop, reduction loop outermost, rows unrolled,
+  // columns vectorized and unrolled); 2, 4: a reduction blocked in place.
+  const std::vector<Preset> presets = {{6, 4, 1, true, 1, false}, {6, 4, 0, false, 2, true}, {4, 2, 1, true, 1, false},
+                                       {8, 2, 0, false, 2, true}, {4, 4, 1, true, 1, false}};
   const int64_t lanes = std::max(1, t_.vector_lanes(DType::F32));
   std::vector<Genome> r;
-  for (const Preset& ps : {Preset{6, 4, 1}, Preset{4, 2, 0}, Preset{8, 2, 1}, Preset{2, 4, 0}}) {
+  for (const Preset& ps : presets) {
     Genome g(knobs_.size(), 0);
     for (size_t i = 0; i < knobs_.size(); ++i) {
       const Knob& k = knobs_[i];
@@ -214,19 +236,30 @@ std::vector<Genome> SearchSpace::seeds() const {
       const std::string& n = k.name;
       int c = 0;
       if (n == "placement") {
-        c = index_of(kPlaceInline);
-        if (c < 0) c = index_of(kPlaceAt + ps.at_level);
+        // Elementwise stages inline, except the end of a reduction's epilogue
+        // chain that feeds another reduction: it stays a root tile loop.
+        bool epilogue_end = false;
+        for (const auto& cons : p_.consumers(k.stage))
+          if (p_.stage(cons).reduce && reads_reduction(p_, k.stage)) epilogue_end = true;
+        c = epilogue_end ? -1 : index_of(kPlaceInline);
+        if (c < 0 && st.reduce) c = index_of(kPlaceAt + ps.at_level);
         if (c < 0) c = 0;
-      } else if (n == "tile_a" || n == "update_tile_a") {
+      } else if (n == "tile_a") {
         c = nearest(ps.a);
-      } else if (n == "tile_b" || n == "update_tile_b") {
+      } else if (n == "tile_b") {
         c = nearest(ps.b_vectors * lanes);
+      } else if (n == "update_tile_a") {
+        c = ps.update_tiles ? nearest(ps.a) : 0;
+      } else if (n == "update_tile_b") {
+        c = ps.update_tiles ? nearest(ps.b_vectors * lanes) : 0;
+      } else if (n == "order") {
+        c = ps.swap ? 1 : 0;
       } else if (n == "vectorize" || n == "update_vectorize") {
         c = k.values.size() > 1 ? 1 : 0;
       } else if (n == "parallel" || n == "update_parallel") {
         c = index_of(1);
       } else if (n == "update_mode") {
-        c = index_of(2);
+        c = index_of(ps.mode);
       } else if (n == "update_unroll_a" || n == "update_unroll_b") {
         c = index_of(0);
       } else if (n == "unroll") {
@@ -359,7 +392,9 @@ Schedule SearchSpace::decode(const Genome& g) const {
         const int64_t uu = k("update_unroll_a", -1);
         if (!un.row_point.empty() && uu >= 0 && (ua || uu > 0 || at)) up.unroll[un.row_point] = static_cast<int>(uu);
         // Fully unrolling the contiguous point loop: the vector registers of a register tile.
-        if (k("update_unroll_b", -1) == 0 && ub && width && ub / width <= 8 && ub / width > 1) up.unroll[un.innermost_b] = 0;
+        // (Its extent is constant when tiled, or when computed inside a consumer's tile.)
+        if (k("update_unroll_b", -1) == 0 && width && ((ub && ub / width <= 8 && ub / width > 1) || (!ub && at)))
+          up.unroll[un.innermost_b] = 0;
         if (!at && mode != 1 && k("update_parallel", 0)) {
           for (const Loop& l : loop_nest(st, up, true))
             if (!l.reduction) {
