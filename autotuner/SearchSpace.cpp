@@ -190,11 +190,13 @@ Genome SearchSpace::crossover(const Genome& a, const Genome& b, std::mt19937_64&
 
 namespace {
 
-// Does `name` read a reduction, directly or through pure stages?
-bool reads_reduction(const Program& p, const std::string& name) {
+// Does `name` read a contraction or convolution, directly or through pure stages?
+bool reads_contraction(const Program& p, const std::string& name) {
   for (const auto& r : p.stage(name).reads()) {
     const Stage* st = p.find_stage(r);
-    if (st && (st->reduce || reads_reduction(p, r))) return true;
+    if (!st) continue;
+    if (st->reduce && (st->kind == OpKind::Contraction || st->kind == OpKind::Convolution)) return true;
+    if (!st->reduce && reads_contraction(p, r)) return true;
   }
   return false;
 }
@@ -212,8 +214,11 @@ std::vector<Genome> SearchSpace::seeds() const {
   // 1, 3, 5: the register-blocked micro-kernel inside an epilogue's tile (reduction
   // at the epilogue's row-tile loop, reduction loop outermost, rows unrolled,
   // columns vectorized and unrolled); 2, 4: a reduction blocked in place.
-  const std::vector<Preset> presets = {{6, 4, 1, true, 1, false}, {6, 4, 0, false, 2, true}, {4, 2, 1, true, 1, false},
-                                       {8, 2, 0, false, 2, true}, {4, 4, 1, true, 1, false}};
+  // 6, 7: row reductions (softmax, norms) computed per block of a vector's worth
+  // of rows of their consumer, vectorized across those rows.
+  const std::vector<Preset> presets = {{6, 4, 1, true, 1, false},  {6, 4, 0, false, 2, true}, {4, 2, 1, true, 1, false},
+                                       {8, 2, 0, false, 2, true},  {4, 4, 1, true, 1, false}, {16, 4, 0, false, 1, false},
+                                       {32, 2, 0, false, 0, false}};
   const int64_t lanes = std::max(1, t_.vector_lanes(DType::F32));
   std::vector<Genome> r;
   for (const Preset& ps : presets) {
@@ -236,11 +241,11 @@ std::vector<Genome> SearchSpace::seeds() const {
       const std::string& n = k.name;
       int c = 0;
       if (n == "placement") {
-        // Elementwise stages inline, except the end of a reduction's epilogue
+        // Elementwise stages inline, except the end of a contraction's epilogue
         // chain that feeds another reduction: it stays a root tile loop.
         bool epilogue_end = false;
         for (const auto& cons : p_.consumers(k.stage))
-          if (p_.stage(cons).reduce && reads_reduction(p_, k.stage)) epilogue_end = true;
+          if (p_.stage(cons).reduce && reads_contraction(p_, k.stage)) epilogue_end = true;
         c = epilogue_end ? -1 : index_of(kPlaceInline);
         if (c < 0 && st.reduce) c = index_of(kPlaceAt + ps.at_level);
         if (c < 0) c = 0;

@@ -21,6 +21,7 @@
 #include "dsl/Error.h"
 #include "dsl/ProgramJson.h"
 #include "schedules/ScheduleJson.h"
+#include "schedules/Validate.h"
 
 namespace pto::tuner {
 namespace {
@@ -109,7 +110,16 @@ int worker_main(const std::string& dir, const std::string& schedule_path, int tr
     const json cfg = json::parse(read_file(dir + "/config.json"));
     const Program p = program_from_json(cfg.at("program"));
     const Target t = parse_target(cfg.at("target").get<std::string>());
-    const Schedule s = reference ? reference_schedule(p) : load_schedule_file(schedule_path);
+    Schedule s;
+    try {
+      s = reference ? reference_schedule(p) : load_schedule_file(schedule_path);
+      validate(p, s, &t);
+    } catch (const ScheduleError& e) {
+      r["status"] = "invalid";
+      r["error"] = e.what();
+      result(r);
+      return 0;
+    }
     if (fault == "hang_compile") sleep_forever();
     if (fault == "abort") std::abort();
     const auto t0 = std::chrono::steady_clock::now();

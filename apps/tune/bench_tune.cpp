@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
       co.autoschedulers = halide_autoscheduler_names();
       co.min_seconds = min_seconds;
       auto rows = compare(p, t, scheds, co);
+      std::stable_partition(rows.begin(), rows.end(), [](const CompareRow& r) { return r.impl != "pto-tuned"; });
 #ifdef PTO_HAVE_DNNL
       if (b.workload == "matmul") rows.push_back(onednn_matmul(p, min_seconds));
 #endif

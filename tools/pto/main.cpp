@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -196,7 +197,9 @@ int cmd_tune(TuneArgs& a) {
   co.autoschedulers = tuner::halide_autoscheduler_names();
   co.tolerance = std::max(co.tolerance, a.o.max_rel_error);
   std::fprintf(stderr, "pto tune: timing default, Halide autoschedulers and the best tuned schedule side by side ...\n");
-  const auto rows = tuner::compare(p, t, {{"pto-default", default_schedule(p, t)}, {"pto-tuned", best}}, co);
+  auto rows = tuner::compare(p, t, {{"pto-default", default_schedule(p, t)}, {"pto-tuned", best}}, co);
+  // Table order: default, Halide's autoschedulers, tuned.
+  std::stable_partition(rows.begin(), rows.end(), [](const tuner::CompareRow& r) { return r.impl != "pto-tuned"; });
   double def_ms = 0;
   for (const auto& row : rows)
     if (row.impl == "pto-default" && row.ok) def_ms = row.time.median_ms;
