@@ -14,7 +14,7 @@
 //   update      for reductions: reduction loops innermost / outermost / between
 //               tile and point loops (register blocking), reduction tile, vector
 //               width, unrolls, parallel
-//   pipeline    for stages computed at a consumer: none / async (ring_buffer: see SearchSpace.cpp)
+//   pipeline    for stages computed at a consumer: none / async (opt-in, see SearchSpace.cpp)
 //   precision   storage type of intermediates, only when the accuracy budget allows
 // Domains keep only values that fit the static extents; a decoded schedule is
 // still validated (validate()) before it is measured.
@@ -43,6 +43,8 @@ struct SearchSpaceOptions {
   // Largest relative error (to the output's largest magnitude) a candidate may
   // have; 0 = exact f32, which keeps every stage at its logical precision.
   double max_rel_error = 0;
+  // Offer `async` for stages computed at a consumer loop (see SearchSpace.cpp).
+  bool pipelining = false;
 };
 
 class SearchSpace {
