@@ -21,7 +21,7 @@ namespace {
 //   parallel         0 / 1 (outermost loop, root stages only)
 //   update_mode      0 reduction innermost, 1 outermost, 2 between tile and point loops,
 //                    3 the reduction's outer tile outside the pure tiles, the rest as 2
-//   update_tile_a/b/r, update_vectorize, update_unroll_a (as above), update_unroll_b (-1 / 0),
+//   update_tile_a/b/r/c (c: the third-innermost dim, its point loop fully unrolled), update_vectorize, update_unroll_a (as above), update_unroll_b (-1 / 0),
 //   update_parallel  as above, for the reduction's update definition
 //   pipeline         0 none, 1 async (stages computed at a consumer)
 //   storage          0 logical type, 1 bf16, 2 f16 (intermediates, only under an accuracy budget)
@@ -78,13 +78,16 @@ struct TiledNames {
   std::string row_point;           // a_i, or a when untiled, or empty
 };
 
-TiledNames tiled_names(const Stage& st, int64_t ta, int64_t tb, bool swap) {
+// `tc`: a tile of the third-innermost dim (a conv's output channels), whose
+// point loop goes first among the point loops.
+TiledNames tiled_names(const Stage& st, int64_t ta, int64_t tb, bool swap, int64_t tc = 0) {
   TiledNames n;
   const size_t r = st.vars.size();
   if (r == 0) return n;
   const std::string b = st.vars[r - 1];
   const std::string a = r >= 2 ? st.vars[r - 2] : "";
-  for (size_t k = 0; k + 2 < r; ++k) n.outer.push_back(st.vars[k]);
+  for (size_t k = 0; k + 2 < r; ++k) n.outer.push_back(tc && k + 3 == r ? st.vars[k] + "_o" : st.vars[k]);
+  if (tc && r >= 3) n.points.push_back(st.vars[r - 3] + "_i");
   if (!a.empty()) n.tiles.push_back(ta ? a + "_o" : a);
   n.tiles.push_back(tb ? b + "_o" : b);
   if (swap && n.tiles.size() == 2) std::swap(n.tiles[0], n.tiles[1]);
@@ -136,6 +139,8 @@ void SearchSpace::add_stage_knobs(const Stage& st) {
       add("update_tile_a", ta);
       add("update_tile_b", tb);
       add("update_tile_r", fitting({4, 8, 16, 64, 256}, extent_or(st.rvars[0].extent, -1)));
+      // Register blocking over a third dim (a conv's output channels): its point loop is unrolled.
+      if (r >= 3) add("update_tile_c", fitting({2, 4, 8, 16}, extent_or(st.shape[r - 3], -1)));
       add("update_vectorize", fitting({lanes, 2 * lanes}, eb));
       if (r >= 2) add("update_unroll_a", {-1, 0, 2, 4});
       add("update_unroll_b", {-1, 0});
@@ -260,6 +265,8 @@ std::vector<Genome> SearchSpace::seeds() const {
         c = ps.update_tiles ? nearest(ps.a) : 0;
       } else if (n == "update_tile_b") {
         c = ps.update_tiles ? nearest(ps.b_vectors * lanes) : 0;
+      } else if (n == "update_tile_c") {
+        c = ps.update_tiles ? nearest(4) : 0;
       } else if (n == "order") {
         c = ps.swap ? 1 : 0;
       } else if (n == "vectorize" || n == "update_vectorize") {
@@ -369,7 +376,12 @@ Schedule SearchSpace::decode(const Genome& g) const {
         if (ua) up.tile[st.vars[r - 2]] = {ua};
         if (ub) up.tile[st.vars[r - 1]] = {ub};
         if (ur) up.tile[st.rvars[0].name] = {ur};
-        const TiledNames un = tiled_names(st, ua, ub, false);
+        const int64_t uc = r >= 3 ? k("update_tile_c", 0) : 0;
+        if (uc) {
+          up.tile[st.vars[r - 3]] = {uc};
+          up.unroll[st.vars[r - 3] + "_i"] = 0;
+        }
+        const TiledNames un = tiled_names(st, ua, ub, false, uc);
         std::vector<std::string> rl;
         for (size_t q = 0; q < st.rvars.size(); ++q) {
           const std::string& rv = st.rvars[q].name;

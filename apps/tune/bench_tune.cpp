@@ -21,6 +21,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 #include "autotuner/Compare.h"
 #include "autotuner/Tuner.h"
@@ -123,6 +124,16 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "also write the records as JSON");
   CLI11_PARSE(app, argc, argv);
 
+  if (!only.empty()) {
+    std::string valid;
+    for (const Bench& b : benches()) valid += (valid.empty() ? "" : ", ") + b.label;
+    std::stringstream ss(only);
+    for (std::string item; std::getline(ss, item, ',');)
+      if (std::none_of(benches().begin(), benches().end(), [&](const Bench& b) { return b.label == item; })) {
+        std::fprintf(stderr, "bench_tune: unknown workload '%s'; valid: %s\n", item.c_str(), valid.c_str());
+        return 2;
+      }
+  }
   const Target t = parse_target("host");
   const bool temp_db = db.empty();
   if (temp_db) db = (std::filesystem::temp_directory_path() / ("bench_tune-" + std::to_string(getpid()) + ".db")).string();
