@@ -114,6 +114,7 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
   // Then the rule-based seeds of the search space, valid and new ones only.
   std::vector<Genome> seeds = space.seeds();
   std::reverse(seeds.begin(), seeds.end());  // consumed from the back, in order
+  std::mt19937_64 fallback_rng(o.seed ^ 0x9e3779b97f4a7c15ULL);
 
   while (static_cast<int>(res.history.size()) < o.trials) {
     if (out_of_time()) {
@@ -126,7 +127,9 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
     while (static_cast<int>(batch.size()) < want && attempts < 500) {
       ++attempts;
       const bool seeded = !seeds.empty();
-      const Genome g = seeded ? seeds.back() : strategy->propose();
+      // A strategy that keeps proposing measured schedules (a converged
+      // population) is helped out with uniform samples before giving up.
+      const Genome g = seeded ? seeds.back() : attempts > 250 ? space.random(fallback_rng) : strategy->propose();
       if (seeded) seeds.pop_back();
       Schedule s;
       try {
