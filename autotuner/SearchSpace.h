@@ -12,8 +12,9 @@
 //   unroll      the row point loop: none / 2 / 4 / fully
 //   parallel    the outermost loop (root stages only)
 //   update      for reductions: reduction loops innermost / outermost / between
-//               tile and point loops (register blocking), reduction tile, vector
-//               width, unrolls, parallel
+//               tile and point loops (register blocking), reduction tile, a tile
+//               of a third dim (conv output channels, unrolled), vector width,
+//               unrolls, parallel
 //   pipeline    for stages computed at a consumer: none / async (opt-in, see SearchSpace.cpp)
 //   precision   storage type of intermediates, only when the accuracy budget allows
 // Domains keep only values that fit the static extents; a decoded schedule is
