@@ -251,3 +251,31 @@ TEST_CASE("best_schedule: the JIT path uses the tuned record, else the default",
   const Program other = make_workload("matmul", {{"M", 8}, {"N", 8}, {"K", 8}});
   CHECK(best_schedule(path, other, t) == default_schedule(other, t));
 }
+
+TEST_CASE("search space: every workload's seeds validate; decoding never fails otherwise", "[tuner]") {
+  const Target t = parse_target("host");
+  for (const auto& w : workloads()) {
+    INFO(w.name);
+    const Program p = make_workload(w.name);
+    const SearchSpace space(p, t);
+    const auto seeds = space.seeds();
+    CHECK(!seeds.empty());
+    for (const Genome& g : seeds) {
+      const Schedule s = space.decode(g);
+      INFO(schedule_to_json_string(s, -1));
+      CHECK_NOTHROW(validate(p, s, &t));
+    }
+    std::mt19937_64 rng(1);
+    int valid = 0;
+    for (int i = 0; i < 40; ++i) {
+      const Schedule s = space.decode(space.random(rng));  // decoding itself never throws
+      try {
+        validate(p, s, &t);
+        ++valid;
+      } catch (const ScheduleError&) {
+        // an invalid combination: the tuner skips it without measuring
+      }
+    }
+    CHECK(valid >= 20);
+  }
+}
