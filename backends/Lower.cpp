@@ -180,7 +180,7 @@ Halide::Expr type_min(Halide::Type t) { return t.is_float() ? Halide::Internal::
 
 class Lowering {
  public:
-  Lowering(const Program& p, const Schedule& s, const Target& t) : p_(p), s_(s), t_(t) {}
+  Lowering(const Program& p, const Schedule& s, const Target& t, const LowerOptions& o) : p_(p), s_(s), t_(t), o_(o) {}
 
   LoweredPipeline run() {
     LoweredPipeline out;
@@ -200,7 +200,9 @@ class Lowering {
       const Stage& st = p_.stage(o);
       constrain(f.output_buffer(), st.shape);
     }
-    for (const Stage& st : p_.stages()) apply_schedule(st);
+    if (o_.for_autoscheduler) set_estimates(out);
+    else
+      for (const Stage& st : p_.stages()) apply_schedule(st);
     std::vector<Halide::Func> outs;
     for (const std::string& o : out.outputs) outs.push_back(funcs_.at(o));
     out.pipeline = Halide::Pipeline(outs);
@@ -227,6 +229,21 @@ class Lowering {
         b.dim(k).set_extent(src.first == input ? b.dim(r - 1 - src.second).extent() : symbol(d.sym));
       }
     }
+  }
+
+  // Autoscheduler input: the extents of every input and output as estimates.
+  void set_estimates(const LoweredPipeline& out) {
+    auto region = [&](const Shape& shape, const std::string& what) {
+      Halide::Region r;
+      for (auto it = shape.rbegin(); it != shape.rend(); ++it) {
+        if (it->is_symbolic())
+          throw ShapeError("Halide's autoschedulers need static sizes; " + what + " has symbolic size '" + it->sym + "'");
+        r.emplace_back(0, static_cast<int>(it->value));
+      }
+      return r;
+    };
+    for (const TensorInfo& in : p_.inputs()) inputs_.at(in.name).set_estimates(region(in.shape, "input '" + in.name + "'"));
+    for (const std::string& o : out.outputs) funcs_.at(o).set_estimates(region(p_.stage(o).shape, "output '" + o + "'"));
   }
 
   // A symbolic size, read from the first input that has it.
@@ -530,6 +547,7 @@ class Lowering {
   const Program& p_;
   const Schedule& s_;
   const Target& t_;
+  const LowerOptions o_;
   std::map<std::string, Halide::ImageParam> inputs_;
   std::map<std::string, Halide::Func> funcs_;
   // Per stage, the Func that runs its reduction when that is not the stage's
@@ -540,10 +558,10 @@ class Lowering {
 
 }  // namespace
 
-LoweredPipeline lower(const Program& p, const Schedule& s, const Target& t) {
+LoweredPipeline lower(const Program& p, const Schedule& s, const Target& t, const LowerOptions& o) {
   validate(p, s, &t);
   return with_halide_errors("lowering program '" + p.name() + "' for target " + t.name,
-                            [&] { return Lowering(p, s, t).run(); });
+                            [&] { return Lowering(p, s, t, o).run(); });
 }
 
 }  // namespace pto

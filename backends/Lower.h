@@ -30,8 +30,15 @@ struct LoweredPipeline {
   std::vector<Halide::Argument> arguments() const;
 };
 
+struct LowerOptions {
+  // Build the pipeline unscheduled (every Func left to the caller) with
+  // estimates on inputs and outputs, for Halide's autoschedulers
+  // (apply_autoscheduler); `s` then only contributes precision. Needs static shapes.
+  bool for_autoscheduler = false;
+};
+
 // Validates `s` against `p` and `t` first; throws ScheduleError / CompileError.
-LoweredPipeline lower(const Program& p, const Schedule& s, const Target& t);
+LoweredPipeline lower(const Program& p, const Schedule& s, const Target& t, const LowerOptions& o = {});
 
 Halide::Type halide_type(DType t);
 

@@ -8,15 +8,25 @@
 //   pto run <program>               JIT-compile, run on random data, check, time
 //   pto gen <program>... --out DIR  emit static libraries + headers (one per
 //                                   target, or one with --dispatch), or a runtime
+//   pto tune <program> --trials N   search schedules, store them in the tuning database
+//   pto worker ...                  (hidden) measure one candidate for the tuner
 //
 // <program> is a workload name (see `pto workloads`) or a program .json file;
 // --set NAME=VALUE changes a workload size (0 makes it symbolic).
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <random>
 
+#include "autotuner/Compare.h"
+#include "autotuner/Tuner.h"
+#include "autotuner/TuningDB.h"
+#include "autotuner/Worker.h"
 #include "backends/Generator.h"
 #include "tools/pto/GenCommand.h"
 #include "backends/Jit.h"
@@ -52,8 +62,16 @@ std::map<std::string, int64_t> parse_sizes(const std::vector<std::string>& sets)
   return r;
 }
 
+std::string g_db_path;  // --db of run / gen / schedule / explain
+
 Schedule pick_schedule(const std::string& which, const Program& p, const Target& t) {
   if (which == "default") return default_schedule(p, t);
+  if (which == "best") {
+    std::string source;
+    Schedule s = tuner::best_schedule(g_db_path.empty() ? tuner::default_db_path() : g_db_path, p, t, &source);
+    std::fprintf(stderr, "pto: using the %s\n", source.c_str());
+    return s;
+  }
   if (which == "plain") return plain_schedule(p);
   return load_schedule_file(which);
 }
@@ -64,8 +82,11 @@ struct Common {
   void add(CLI::App* c, bool with_schedule = true) {
     c->add_option("program", program, "workload name or program .json file")->required();
     c->add_option("--target,-t", target, "target name (host, x86-64-avx2, x86-64-avx512, ...)");
-    if (with_schedule)
-      c->add_option("--schedule,-s", schedule, "schedule .json file, 'default' or 'plain'");
+    if (with_schedule) {
+      c->add_option("--schedule,-s", schedule,
+                    "schedule .json file, 'default', 'plain' or 'best' (the fastest tuned record in --db, else default)");
+      c->add_option("--db", g_db_path, "tuning database for --schedule best (default $PTO_TUNING_DB or ~/.cache/pto/tuning.db)");
+    }
     c->add_option("--set", sets, "workload size NAME=VALUE (0 = symbolic)");
   }
 };
@@ -123,6 +144,79 @@ int cmd_run(const Common& c, int reps) {
   return max_err < 1e-3 ? 0 : 3;
 }
 
+struct TuneArgs {
+  Common c;
+  tuner::TuneOptions o;
+  bool compare = true;
+  std::string out;
+};
+
+std::string fmt_ms(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", v);
+  return b;
+}
+
+int cmd_tune(TuneArgs& a) {
+  Program p = load_program(a.c.program, parse_sizes(a.c.sets));
+  const Target t = parse_target(a.c.target);
+  for (const auto& [sym, src] : p.symbols())
+    throw Error("pto tune: symbolic size '" + sym + "': give it a value with --set " + sym + "=N");
+  if (!t.runs_here()) throw TargetError("pto tune: target '" + t.name + "' cannot run on this machine, so it cannot be measured here");
+  if (a.o.db_path.empty()) a.o.db_path = tuner::default_db_path();
+  const bool tty = isatty(2);
+  std::fprintf(stderr, "pto tune: %s on %s, strategy %s, seed %llu, database %s\n", p.name().c_str(), t.name.c_str(),
+               a.o.strategy.c_str(), static_cast<unsigned long long>(a.o.seed), a.o.db_path.c_str());
+  const tuner::TuneResult r = tuner::tune(p, t, a.o, [&](const tuner::TuneProgress& pr) {
+    std::string line = "trial " + std::to_string(pr.trial) + "/" + std::to_string(pr.trials);
+    line += pr.best_ms > 0 ? "  best " + fmt_ms(pr.best_ms) + " ms" : "  best -";
+    if (pr.best_ms > 0 && pr.default_ms > 0) line += "  (" + fmt_ms(pr.default_ms / pr.best_ms) + "x over default)";
+    line += "  failures " + std::to_string(pr.failures);
+    if (pr.last && pr.last->status != tuner::TrialStatus::Ok) line += "  [last: " + tuner::to_string(pr.last->status) + "]";
+    if (tty) std::fprintf(stderr, "\r%-100s", line.c_str());
+    else std::fprintf(stderr, "%s\n", line.c_str());
+  });
+  if (tty) std::fprintf(stderr, "\n");
+  std::fprintf(stderr, "pto tune: %d trials (%d resumed, %d measured now, %d failed, %d invalid candidates skipped)%s%s\n",
+               static_cast<int>(r.history.size()), r.resumed, r.measured, r.failures, r.invalid_skipped,
+               r.stopped_by_time ? ", stopped by --time-budget" : "", r.space_exhausted ? ", search space exhausted" : "");
+  if (!r.best) {
+    std::fprintf(stderr, "pto tune: no valid candidate: every measured schedule failed\n");
+    for (const auto& h : r.history)
+      std::fprintf(stderr, "  trial %d %s: %s\n", h.index, tuner::to_string(h.status).c_str(), h.error.c_str());
+    return 3;
+  }
+  const Schedule best = schedule_from_json_string(r.best->schedule_json);
+  if (!a.out.empty()) {
+    std::ofstream f(a.out);
+    f << schedule_to_json_string(best, 2) << "\n";
+    if (!f) throw Error("pto tune: cannot write '" + a.out + "'");
+  }
+  std::printf("best: trial %d (%s), %.3f ms in its worker; reached 90%% of it after %d trials\n", r.best->index,
+              r.best->strategy.c_str(), r.best->median_ms, r.trials_to_90);
+  if (!a.compare) return 0;
+  tuner::CompareOptions co;
+  co.autoschedulers = tuner::halide_autoscheduler_names();
+  co.tolerance = std::max(co.tolerance, a.o.max_rel_error);
+  std::fprintf(stderr, "pto tune: timing default, Halide autoschedulers and the best tuned schedule side by side ...\n");
+  auto rows = tuner::compare(p, t, {{"pto-default", default_schedule(p, t)}, {"pto-tuned", best}}, co);
+  // Table order: default, Halide's autoschedulers, tuned.
+  std::stable_partition(rows.begin(), rows.end(), [](const tuner::CompareRow& r) { return r.impl != "pto-tuned"; });
+  double def_ms = 0;
+  for (const auto& row : rows)
+    if (row.impl == "pto-default" && row.ok) def_ms = row.time.median_ms;
+  std::printf("%-22s %10s %10s %10s %9s %11s\n", "impl", "median ms", "min ms", "max ms", "GFLOP/s", "vs default");
+  for (const auto& row : rows) {
+    if (!row.ok) {
+      std::printf("%-22s failed: %s\n", row.impl.c_str(), row.error.substr(0, 200).c_str());
+      continue;
+    }
+    std::printf("%-22s %10.3f %10.3f %10.3f %9.1f %10.2fx\n", row.impl.c_str(), row.time.median_ms, row.time.min_ms,
+                row.time.max_ms, row.gflops, def_ms > 0 ? def_ms / row.time.median_ms : 0.0);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,19 +244,56 @@ int main(int argc, char** argv) {
   Common run_c;
   int reps = 10;
   auto* run = app.add_subcommand("run", "JIT-compile, run on random data, check against the plain schedule, time");
+  run_c.schedule = "best";  // the JIT path picks the tuned record when there is one
   run_c.add(run);
   run->add_option("--reps", reps, "timed repetitions (at least)");
 
   std::vector<std::string> gen_programs, gen_sets;
-  std::string gen_schedule = "default";
+  std::string gen_schedule = "best";
   pto::cli::GenOptions gen_o;
   auto* gen = app.add_subcommand("gen", "emit static libraries + headers (per target, or multi-target with --dispatch)");
   gen->add_option("program", gen_programs,
                   "workload names or program .json files; with one program the C function is the library name, "
                   "with several <library>_<program>");
   gen->add_option("--set", gen_sets, "workload size NAME=VALUE (0 = symbolic)");
-  gen->add_option("--schedule,-s", gen_schedule, "schedule .json file, 'default' or 'plain' (one program)");
+  gen->add_option("--schedule,-s", gen_schedule,
+                  "'best' (per target, the fastest tuned record in --db, else the default), 'default', 'plain', "
+                  "or a schedule .json file (one program)");
+  gen->add_option("--db", g_db_path, "tuning database for --schedule best (default $PTO_TUNING_DB or ~/.cache/pto/tuning.db)");
   gen_o.add(gen);
+
+  TuneArgs tune_a;
+  auto* tune = app.add_subcommand("tune", "search schedules for a program; store every trial in the tuning database");
+  tune_a.c.add(tune, false);
+  tune->add_option("--trials,-n", tune_a.o.trials, "total trials for this workload and target, resumed ones included");
+  tune->add_option("--time-budget", tune_a.o.time_budget_s, "seconds after which no new trial starts (0 = none)");
+  tune->add_option("--db", tune_a.o.db_path, "tuning database (default $PTO_TUNING_DB or ~/.cache/pto/tuning.db)");
+  tune->add_option("--strategy", tune_a.o.strategy, "random | evolutionary | model");
+  tune->add_option("--max-rel-error", tune_a.o.max_rel_error,
+                   "accuracy budget relative to the output's magnitude; > 0 lets the tuner lower intermediate precision "
+                   "(0 = exact f32)");
+  tune->add_option("--seed", tune_a.o.seed, "random seed of the search (deterministic for a fixed seed)");
+  tune->add_option("--jobs,-j", tune_a.o.measure.jobs, "worker processes compiling at once (timing is one at a time)");
+  tune->add_option("--compile-timeout", tune_a.o.measure.compile_timeout_s, "seconds before a compiling worker is killed");
+  tune->add_option("--run-timeout", tune_a.o.measure.run_timeout_s, "seconds before a running worker is killed");
+  tune->add_option("--min-seconds", tune_a.o.measure.min_seconds, "timing: run each candidate at least this long");
+  tune->add_option("--out,-o", tune_a.out, "write the best schedule's JSON here");
+  tune->add_flag("!--no-compare", tune_a.compare, "skip the final side-by-side table");
+  tune->footer(
+      "Exit codes: 0 ok; 2 bad input (program, target, option); 3 no valid candidate (every schedule failed);\n"
+      "4 the tuning database cannot be opened or written.\n"
+      "Progress (stderr): trial i/N, best so far, speedup over the default schedule, failures.\n"
+      "Fault injection for tests: PTO_TUNER_FAULT=KIND@TRIAL,... with KIND segv|hang|hang_compile|wrong|abort.");
+
+  std::string w_dir, w_sched;
+  int w_trial = 0;
+  bool w_ref = false;
+  auto* worker = app.add_subcommand("worker", "");  // hidden: the tuner's measurement process
+  worker->group("");
+  worker->add_option("--dir", w_dir)->required();
+  worker->add_option("--schedule", w_sched);
+  worker->add_option("--trial", w_trial);
+  worker->add_flag("--reference", w_ref);
 
   CLI11_PARSE(app, argc, argv);
   try {
@@ -189,6 +320,10 @@ int main(int argc, char** argv) {
       std::cout << explain(p, pick_schedule(explain_c.schedule, p, t), &t);
     } else if (app.got_subcommand("run")) {
       return cmd_run(run_c, reps);
+    } else if (app.got_subcommand("worker")) {
+      return tuner::worker_main(w_dir, w_sched, w_trial, w_ref);
+    } else if (app.got_subcommand("tune")) {
+      return cmd_tune(tune_a);
     } else if (app.got_subcommand("gen")) {
       std::vector<KernelSpec> kernels;
       if (gen_programs.empty() && !gen_o.runtime_only) throw Error("pto gen: give at least one program");
@@ -197,12 +332,28 @@ int main(int argc, char** argv) {
         kernels.push_back({gen_programs.size() == 1 && !gen_o.name.empty() ? gen_o.name : p.name(), p, {}});
       }
       if (gen_o.name.empty() && kernels.size() == 1) gen_o.name = kernels[0].name;
-      if (gen_schedule != "default") {
+      if (gen_schedule == "best") {
+        // Per kernel and target: the tuned record when the database has one (else the target's default).
+        const std::string db = g_db_path.empty() ? tuner::default_db_path() : g_db_path;
+        for (auto& k : kernels)
+          for (const Target& t : parse_targets(gen_o.targets)) {
+            if (t.has_device()) continue;  // device targets keep their device schedule
+            std::string source;
+            const Schedule s = tuner::best_schedule(db, k.program, t, &source);
+            if (source.rfind("tuned", 0) == 0) {
+              std::fprintf(stderr, "pto gen: %s on %s: using the %s\n", k.name.c_str(), t.name.c_str(), source.c_str());
+              k.schedules[t.name] = s;
+            }
+          }
+      } else if (gen_schedule != "default") {
         if (kernels.size() != 1) throw Error("pto gen: --schedule needs exactly one program; use --schedules for several");
         kernels[0].schedules["*"] = pick_schedule(gen_schedule, kernels[0].program, parse_target("host"));
       }
       pto::cli::run_gen(std::move(kernels), gen_o);
     }
+  } catch (const tuner::TuningDBError& e) {
+    std::fprintf(stderr, "pto: error: %s\n", e.what());
+    return 4;
   } catch (const pto::Error& e) {
     std::fprintf(stderr, "pto: error: %s\n", e.what());
     return 2;

@@ -1,0 +1,35 @@
+// The random strategy (uniform samples of the search space) and the factory.
+#include "autotuner/Strategy.h"
+#include "dsl/Error.h"
+
+namespace pto::tuner {
+namespace {
+
+class RandomStrategy : public Strategy {
+ public:
+  RandomStrategy(const SearchSpace& space, uint64_t seed) : space_(space), rng_(seed) {}
+  std::string name() const override { return "random"; }
+  Genome propose() override { return space_.random(rng_); }
+  void observe(const Genome&, double) override {}
+
+ private:
+  const SearchSpace& space_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_random_strategy(const SearchSpace& space, uint64_t seed) {
+  return std::make_unique<RandomStrategy>(space, seed);
+}
+
+std::vector<std::string> strategy_names() { return {"random", "evolutionary", "model"}; }
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space, uint64_t seed) {
+  if (name == "random") return make_random_strategy(space, seed);
+  if (name == "evolutionary") return make_evolutionary_strategy(space, seed);
+  if (name == "model") return make_model_strategy(space, seed);
+  throw Error("unknown strategy '" + name + "'; valid: random, evolutionary, model");
+}
+
+}  // namespace pto::tuner

@@ -1,0 +1,50 @@
+// The tuning loop: strategy -> validated, new candidates -> Measurer -> TuningDB.
+//
+// The default schedule seeds every search (it is trial 0 of a fresh search,
+// the baseline of "speedup over default"). Every trial is committed to the
+// database as it finishes; a search that finds trials of the same workload,
+// target and accuracy budget in the database resumes: those count towards
+// --trials, are fed to the strategy, and their schedules are not measured again.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autotuner/Measurer.h"
+#include "autotuner/TuningDB.h"
+
+namespace pto::tuner {
+
+struct TuneOptions {
+  int trials = 50;              // total trials for this workload (including resumed ones)
+  double time_budget_s = 0;     // 0 = none; otherwise stop starting new trials after this
+  std::string strategy = "evolutionary";
+  double max_rel_error = 0;     // accuracy budget; 0 = exact f32
+  uint64_t seed = 0;
+  std::string db_path;          // default: default_db_path()
+  MeasureOptions measure;
+};
+
+struct TuneProgress {
+  int trial = 0, trials = 0;   // trials done so far (including resumed) and the target
+  double best_ms = 0, default_ms = 0;  // 0 when none is known yet
+  int failures = 0;
+  const TrialRecord* last = nullptr;
+};
+
+struct TuneResult {
+  std::vector<TrialRecord> history;       // every trial, resumed ones first
+  std::optional<TrialRecord> best;        // fastest correct trial
+  std::optional<TrialRecord> baseline;    // the default schedule's trial
+  int resumed = 0, measured = 0, failures = 0, invalid_skipped = 0;
+  bool stopped_by_time = false, space_exhausted = false;
+  // Trials (1-based count, in history order) until the best-so-far first came within 90% of `best`.
+  int trials_to_90 = 0;
+};
+
+TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
+                const std::function<void(const TuneProgress&)>& progress = {});
+
+}  // namespace pto::tuner

@@ -1,0 +1,224 @@
+#include "autotuner/Worker.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "backends/Jit.h"
+#include "backends/Timing.h"
+#include "dsl/Error.h"
+#include "dsl/ProgramJson.h"
+#include "schedules/ScheduleJson.h"
+#include "schedules/Validate.h"
+
+namespace pto::tuner {
+namespace {
+
+using json = nlohmann::json;
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("worker: cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void say(const std::string& line) {
+  std::fputs((line + "\n").c_str(), stdout);
+  std::fflush(stdout);
+}
+
+void result(const json& r) { say("result " + r.dump()); }
+
+[[noreturn]] void sleep_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+std::vector<int64_t> static_shape(const Shape& s, const std::string& what) {
+  std::vector<int64_t> r;
+  for (const Dim& d : s) {
+    if (d.is_symbolic())
+      throw ShapeError("tuning needs static sizes: " + what + " has symbolic size '" + d.sym + "'; give it a value with --set");
+    r.push_back(d.value);
+  }
+  return r;
+}
+
+}  // namespace
+
+Schedule reference_schedule(const Program& p) {
+  // Every stage at root (the plain schedule), f64 compute, accumulation and
+  // intermediate storage; outputs keep their f32 interface type, so the
+  // reference is the f64 result rounded once.
+  Schedule s;
+  const auto outs = p.outputs();
+  for (const Stage& st : p.stages()) {
+    if (!is_float(st.dtype)) continue;
+    StageSchedule& ss = s[st.name];
+    if (is_float(st.value.type())) ss.precision.compute = DType::F64;
+    if (st.reduce) ss.precision.accumulate = DType::F64;
+    if (std::find(outs.begin(), outs.end(), st.name) == outs.end()) ss.precision.storage = DType::F64;
+  }
+  return s;
+}
+
+std::string injected_fault(int trial) {
+  const char* env = std::getenv("PTO_TUNER_FAULT");
+  if (!env) return "";
+  std::stringstream ss(env);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto at = item.find('@');
+    if (at == std::string::npos) continue;
+    if (item.substr(at + 1) == std::to_string(trial)) return item.substr(0, at);
+  }
+  return "";
+}
+
+std::vector<std::vector<float>> make_inputs(const Program& p, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<std::vector<float>> r;
+  for (const auto& in : p.inputs()) {
+    if (in.dtype != DType::F32)
+      throw DTypeError("tuning supports f32 inputs only; input '" + in.name + "' is " + std::string(to_string(in.dtype)));
+    std::vector<float> v(static_cast<size_t>(static_numel(in.shape)));
+    for (auto& x : v) x = d(rng);
+    r.push_back(std::move(v));
+  }
+  return r;
+}
+
+int worker_main(const std::string& dir, const std::string& schedule_path, int trial, bool reference) {
+  json r = {{"status", "ok"}, {"error", ""}, {"median_ms", 0}, {"min_ms", 0}, {"max_ms", 0},
+            {"reps", 0},      {"max_rel_error", 0}, {"compile_s", 0}};
+  const std::string fault = reference ? "" : injected_fault(trial);
+  try {
+    const json cfg = json::parse(read_file(dir + "/config.json"));
+    const Program p = program_from_json(cfg.at("program"));
+    const Target t = parse_target(cfg.at("target").get<std::string>());
+    Schedule s;
+    try {
+      s = reference ? reference_schedule(p) : load_schedule_file(schedule_path);
+      validate(p, s, &t);
+    } catch (const ScheduleError& e) {
+      r["status"] = "invalid";
+      r["error"] = e.what();
+      result(r);
+      return 0;
+    }
+    if (fault == "hang_compile") sleep_forever();
+    if (fault == "abort") std::abort();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::optional<Kernel> k;
+    try {
+      k.emplace(p, s, t);
+    } catch (const Error& e) {
+      r["status"] = "compile_error";
+      r["error"] = e.what();
+      result(r);
+      return 0;
+    }
+    const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r["compile_s"] = compile_s;
+    say("compiled " + std::to_string(compile_s));
+    std::string go;
+    if (!std::getline(std::cin, go) || go != "go") return 0;  // the parent went away or said stop
+
+    auto inputs = make_inputs(p, cfg.at("input_seed").get<uint64_t>());
+    std::vector<BufferRef> ins;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      ins.push_back({inputs[i].data(), DType::F32, static_shape(p.inputs()[i].shape, "input '" + p.inputs()[i].name + "'"), {}});
+    std::vector<std::vector<float>> outs;
+    std::vector<BufferRef> out_refs;
+    for (const auto& o : p.outputs()) {
+      const Stage& st = p.stage(o);
+      if (st.dtype != DType::F32)
+        throw DTypeError("tuning supports f32 outputs only; output '" + o + "' is " + std::string(to_string(st.dtype)));
+      outs.emplace_back(static_cast<size_t>(static_numel(st.shape)), std::nanf(""));
+      out_refs.push_back({outs.back().data(), DType::F32, static_shape(st.shape, "output '" + o + "'"), {}});
+    }
+    if (fault == "segv") std::raise(SIGSEGV);
+    if (fault == "hang") sleep_forever();
+    try {
+      k->run(ins, out_refs);
+    } catch (const Error& e) {
+      r["status"] = "runtime_error";
+      r["error"] = e.what();
+      result(r);
+      return 0;
+    }
+    if (fault == "wrong") outs[0][outs[0].size() / 2] += 1000.0f;
+
+    if (reference) {
+      std::ofstream f(dir + "/reference.bin.tmp", std::ios::binary);
+      for (const auto& o : outs) f.write(reinterpret_cast<const char*>(o.data()), static_cast<std::streamsize>(o.size() * sizeof(float)));
+      f.close();
+      if (!f || std::rename((dir + "/reference.bin.tmp").c_str(), (dir + "/reference.bin").c_str()) != 0)
+        throw Error("worker: cannot write the reference output in '" + dir + "'");
+      result(r);
+      return 0;
+    }
+
+    // Check against the reference: the largest error relative to each output's largest magnitude.
+    const std::string ref_bytes = read_file(dir + "/reference.bin");
+    size_t off = 0;
+    double worst = 0;
+    std::string where;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const size_t n = outs[i].size();
+      if (ref_bytes.size() < (off + n) * sizeof(float)) throw Error("worker: reference.bin is too short");
+      const float* ref = reinterpret_cast<const float*>(ref_bytes.data()) + off;
+      double scale = 0;
+      for (size_t j = 0; j < n; ++j) scale = std::max(scale, std::fabs(static_cast<double>(ref[j])));
+      scale = std::max(scale, 1e-30);
+      for (size_t j = 0; j < n; ++j) {
+        const double e = std::isnan(outs[i][j]) != std::isnan(ref[j])
+                             ? INFINITY
+                             : std::fabs(static_cast<double>(outs[i][j]) - ref[j]) / scale;
+        if (e > worst || (std::isinf(e) && !std::isinf(worst))) {
+          worst = e;
+          where = "output '" + p.outputs()[i] + "' element " + std::to_string(j) + ": got " +
+                  std::to_string(outs[i][j]) + ", reference " + std::to_string(ref[j]);
+        }
+      }
+      off += n;
+    }
+    r["max_rel_error"] = std::isinf(worst) ? 1e300 : worst;
+    const double tol = cfg.at("tolerance").get<double>();
+    if (!(worst <= tol)) {
+      r["status"] = "wrong_result";
+      r["error"] = "relative error " + std::to_string(worst) + " exceeds the tolerance " + std::to_string(tol) + " at " + where;
+      result(r);
+      return 0;
+    }
+    const TimingStats ts = time_it([&] { k->run(ins, out_refs); }, cfg.value("warmup", 1), cfg.value("min_reps", 5),
+                                   cfg.value("min_seconds", 0.2), cfg.value("max_reps", 1000));
+    r["median_ms"] = ts.median_ms;
+    r["min_ms"] = ts.min_ms;
+    r["max_ms"] = ts.max_ms;
+    r["reps"] = ts.reps;
+    result(r);
+    return 0;
+  } catch (const std::exception& e) {
+    r["status"] = "runtime_error";
+    r["error"] = e.what();
+    result(r);
+    return 0;
+  }
+}
+
+}  // namespace pto::tuner
