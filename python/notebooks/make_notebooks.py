@@ -42,14 +42,16 @@ C = matmul(A, B)
 print("CHECK default_rel_err", rel_err(C))
 assert rel_err(C) <= TOL
 print(matmul.explain())"""),
-md("""The default schedule for a bare matmul is the plain loop nest: `i, j` then the reduction `k`
-innermost, which walks `B` down a column. Time it, then write a better schedule by hand:
-tile `i` and `j` of the *update* (the reduction), put `k` between the tile loops and the
-register tile, vectorize the contiguous `j_i`, unroll the rows and run row tiles in parallel."""),
+md("""The default schedule for a bare matmul is PTO's register-blocked micro-kernel (6 rows x 4
+vectors of accumulators, a packed panel of `B`; see the loop nest above). Time it, then clear
+the stage's schedule and write one by hand: tile `i` and `j` of the *update* (the reduction),
+put `k` between the tile loops and the register tile, vectorize the contiguous `j_i`, unroll
+the rows and run row tiles in parallel."""),
 code("""t_default = matmul.time(A, B)
 print("default:", t_default)
 
 s = matmul.schedule()            # live: the next call compiles the edited schedule
+del s["matmul"]                  # start from the plain loop nest
 s["matmul"].vectorize("j", 16).parallel("i")
 s["matmul"].update.tile(i=8, j=32).order("i_o", "j_o", "k", "i_i", "j_i") \\
     .vectorize("j_i", 16).unroll("i_i").parallel("i_o")

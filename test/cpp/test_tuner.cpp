@@ -83,8 +83,10 @@ TEST_CASE("search space: decoded candidates validate and compute the reference",
     CHECK(tolerance_ratio(run_f32(k, in)[0], want, 1e-5, 1e-4) <= 1.0);
     ++ran;
   }
-  // Most of the space is valid by construction (domains fit the extents).
-  CHECK(valid >= 45);
+  // Most of the space is valid by construction (domains fit the extents); validation
+  // also rejects placements Halide miscompiles (schedules/Validate.cpp), which the
+  // space does not model, so not all of it.
+  CHECK(valid >= 25);
 }
 
 TEST_CASE("search space: accuracy budget, genome checks, mutation and crossover", "[tuner]") {

@@ -98,7 +98,7 @@ TEST_CASE("measurer: crash, hang, compile hang, abort and wrong results are reco
   CHECK_THAT(got[6].error, Contains("signal 6"));
 }
 
-TEST_CASE("measurer: a schedule the code generator rejects is a compile error, not a crash", "[tuner][measure]") {
+TEST_CASE("measurer: a schedule the code generator rejects is a failed trial, not a crash", "[tuner][measure]") {
   const Target t = parse_target("host");
   const Program p = make_workload("softmax", {{"R", 8}, {"C", 32}});
   Schedule s;  // ring_buffer without hoisted storage: valid data, rejected by Halide 21
@@ -109,8 +109,10 @@ TEST_CASE("measurer: a schedule the code generator rejects is a compile error, n
   std::vector<Measurement> got;
   m.measure({{0, s}}, [&](const Candidate&, const Measurement& r) { got.push_back(r); });
   REQUIRE(got.size() == 1);
-  CHECK(got[0].status == TrialStatus::CompileError);
-  CHECK_THAT(got[0].error, Contains("ring_buffer"));
+  // Validation now rejects this placement before Halide sees it (Invalid); either way
+  // the trial fails with a message and the measurer goes on.
+  CHECK((got[0].status == TrialStatus::CompileError || got[0].status == TrialStatus::Invalid));
+  CHECK_THAT(got[0].error, Contains("Y_exp"));
 }
 
 TEST_CASE("measurer: reduced precision passes only within the accuracy budget", "[tuner][measure]") {
