@@ -10,11 +10,13 @@
 #                 [TARGETS <target>...]   (or TARGET <target>; default host)
 #                 [DISPATCH]              several CPU targets -> one library with runtime dispatch
 #                 [RUNTIME <runtime>]     leave the Halide runtime out and link <runtime> (pto_add_runtime)
-#                 [SCHEDULES <file.json>])
+#                 [SCHEDULES <file.json | tuning.db>])
 #   Generates at build time and defines imported static libraries that link
 #   without Halide or PTO: <name> (one target, or DISPATCH), else one per target
 #   named <name>_<target> (non-alphanumerics become _). Each carries its
 #   include directory (<name>_pto.h, Halide's per-kernel headers, HalideRuntime.h).
+#   Schedules: SCHEDULES (a JSON file, or a tuning database whose best records
+#   are used per kernel and target), else SCHEDULE for PROGRAM, else defaults.
 #
 # pto_add_runtime(<runtime> TARGETS <target>...)
 #   One Halide runtime library shared by several libraries generated with
@@ -100,8 +102,11 @@ function(pto_add_library name)
     foreach(s ${ARG_SIZES})
       list(APPEND args --set ${s})
     endforeach()
+    # Reproducible by default: a tuning database is used only when named (SCHEDULES x.db).
     if(ARG_SCHEDULE)
       list(APPEND args --schedule ${ARG_SCHEDULE})
+    else()
+      list(APPEND args --schedule default)
     endif()
     set(what "${ARG_PROGRAM}")
   endif()

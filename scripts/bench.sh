@@ -17,7 +17,8 @@ else
   bert_args=(--seq 128 --seq 384); conv_args=()
 fi
 sched=()
-[ -d "${PTO_SCHEDULES:-tuned}" ] && sched=(--schedules "${PTO_SCHEDULES:-tuned}")
+db="${PTO_TUNING_DB:-.pto/tuning.db}"
+[ -f "$db" ] && sched=(--db "$db")
 "$build/bin/bench_bert" "${bert_args[@]}" "${sched[@]}" --json "$out/bert.json"
 "$py" apps/plot_bench.py "$out/bert.json" "$out/bert.png" --title "BERT-base encoder layer (fp32, batch 1)"
 "$build/bin/bench_resnet50" "${conv_args[@]}" "${sched[@]}" --json "$out/resnet50.json"

@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
-# The main job: set-up (idempotent), build, then run relu(A @ B + bias)
-# through every PTO layer and compare it with OpenBLAS in the same process.
+# The main job: set-up (idempotent), build, then
+#   1. tune the BERT-base encoder layer's parts on this machine (a small budget;
+#      the tuning database .pto/tuning.db is reused and extended on every run),
+#   2. generate a static library of the layer with the best schedules,
+#   3. run the layer and its parts, checked against float64, next to an
+#      OpenBLAS baseline and ONNX Runtime, with the report's before/after table.
+# PTO_DEMO_TRIALS (default 16) sets the per-workload trial budget.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/build.sh >/dev/null
 build="${PTO_BUILD_DIR:-build}"
-echo "== pto explain (the default schedule's loop nest) =="
-"$build/bin/pto" explain matmul_bias_relu --set M=1024 --set N=1024 --set K=1024
+pto="$build/bin/pto"
+db="${PTO_TUNING_DB:-.pto/tuning.db}"
+trials="${PTO_DEMO_TRIALS:-16}"
+mkdir -p "$(dirname "$db")"
+size=(--set B=1 --set S=128)
+
+echo "== 1. tune (budget $trials trials per workload; database $db) =="
+for w in bert_attention bert_ffn bert_layernorm bert_layer; do
+  "$pto" tune "$w" "${size[@]}" --trials "$trials" --db "$db" --no-compare --seed 1
+done
+
 echo
-echo "== JIT run, float64 check, timing next to OpenBLAS =="
-"$build/bin/demo_matmul" --n "${PTO_DEMO_N:-1024}"
+echo "== 2. generate: libbert_layer for the default target with the tuned schedules =="
+"$pto" gen bert_layer "${size[@]}" --schedule best --db "$db" --out "$build/generated/bert_layer" --name bert_layer
+
 echo
-echo "== the same kernel as a static library, linked by a plain C program without Halide =="
-"$build/bin/deploy_matmul"
+echo "== 3. run, check and compare (PTO default vs tuned vs OpenBLAS baseline vs ONNX Runtime) =="
+"$build/bin/bench_bert" --seq 128 --db "$db" --min-time 0.2

@@ -4,10 +4,11 @@
 // before its time is reported.
 //
 //   build/bin/bench_bert [--batch 1] [--seq 128 --seq 384] [--json FILE]
-//                        [--schedules DIR] [--no-ort]
+//                        [--db FILE] [--no-ort]
 //
-// --schedules DIR: tuned schedules as DIR/<workload>_B<b>_S<s>.json (e.g. from
-// `pto tune`); they are reported as pto-tuned next to pto-default.
+// --db FILE: the tuning database; where it has a record for a part (from
+// `pto tune bert_ffn --set S=128 ...`), that schedule is reported as pto-tuned
+// next to pto-default, and the report's before/after table is printed.
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "apps/bert/BertOpenBlas.h"
 #include "apps/bert/BertReference.h"
 #include "apps/common/Bench.h"
+#include "autotuner/TuningDB.h"
 #include "backends/Jit.h"
 #include "dsl/Analysis.h"
 #include "dsl/Workloads.h"
@@ -67,14 +69,14 @@ int main(int argc, char** argv) {
   bench::ensure_openblas_coretype(argv);
   std::vector<int64_t> seqs;
   int64_t batch = 1;
-  std::string json_path, sched_dir;
+  std::string json_path, db_path;
   bool no_ort = false;
   double min_time = 0.3;
   CLI::App app{"BERT-base encoder layer: PTO vs OpenBLAS baseline vs ONNX Runtime"};
   app.add_option("--batch", batch, "batch size");
   app.add_option("--seq", seqs, "sequence lengths (default 128 384)");
   app.add_option("--json", json_path, "write records as JSON");
-  app.add_option("--schedules", sched_dir, "directory of tuned schedules <workload>_B<b>_S<s>.json");
+  app.add_option("--db", db_path, "tuning database with tuned schedules (pto tune)");
   app.add_flag("--no-ort", no_ort, "skip ONNX Runtime");
   app.add_option("--min-time", min_time, "seconds of timed repetitions per measurement");
   CLI11_PARSE(app, argc, argv);
@@ -121,8 +123,12 @@ int main(int argc, char** argv) {
           records.push_back(bench::make_record(label, impl, time_it([&] { k.run(ins, outs); }, 1, 5, min_time), flops));
         };
         run_pto("pto-default", default_schedule(p, t));
-        const std::string tuned = sched_dir + "/" + wl + "_B" + std::to_string(batch) + "_S" + std::to_string(s) + ".json";
-        if (!sched_dir.empty() && std::filesystem::exists(tuned)) run_pto("pto-tuned", load_schedule_file(tuned));
+        if (!db_path.empty()) {
+          std::string source;
+          const Schedule tuned = tuner::best_schedule(db_path, p, t, &source);
+          if (source.rfind("tuned", 0) == 0) run_pto("pto-tuned", tuned);
+          else std::fprintf(stderr, "%-28s pto-tuned    none: %s\n", label.c_str(), source.c_str());
+        }
 
         // OpenBLAS + plain C++ baseline.
         auto f = [&](const std::string& n) { return in.f32.at(n).data(); };
@@ -169,6 +175,19 @@ int main(int argc, char** argv) {
       }
     }
     bench::print_table(records, "pto-default");
+    // The report's before/after table: each part, default vs tuned schedule.
+    bool any_tuned = false;
+    for (const auto& r : records) any_tuned |= r.impl == "pto-tuned";
+    if (any_tuned) {
+      std::printf("\n%-28s %12s %12s %9s\n", "part (before/after tuning)", "default_ms", "tuned_ms", "speedup");
+      for (const auto& d : records) {
+        if (d.impl != "pto-default") continue;
+        for (const auto& tr : records)
+          if (tr.workload == d.workload && tr.impl == "pto-tuned")
+            std::printf("%-28s %12.3f %12.3f %8.2fx\n", d.workload.c_str(), d.t.median_ms, tr.t.median_ms,
+                        d.t.median_ms / tr.t.median_ms);
+      }
+    }
     if (!json_path.empty()) bench::write_json(records, json_path);
     return 0;
   } catch (const Error& e) {

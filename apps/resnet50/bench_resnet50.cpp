@@ -2,7 +2,7 @@
 // batch 1, with bias + ReLU: PTO next to oneDNN 2.6 and ONNX Runtime in one run.
 // Outputs are checked on sampled points against float64 before timing.
 //
-//   build/bin/bench_resnet50 [--layers 0,2,6] [--json FILE] [--no-ort] [--schedules DIR]
+//   build/bin/bench_resnet50 [--layers 0,2,6] [--json FILE] [--no-ort] [--db FILE]
 //
 // oneDNN runs in its preferred (blocked) layouts with weights reordered once,
 // i.e. its best case; PTO reads and writes plain NCHW.
@@ -12,6 +12,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "apps/common/Bench.h"
+#include "autotuner/TuningDB.h"
 #include "backends/Jit.h"
 #include "dsl/models/ResNet.h"
 #include "schedules/ScheduleJson.h"
@@ -100,13 +101,13 @@ struct OneDnnConv {
 
 int main(int argc, char** argv) {
   std::vector<int> layers;
-  std::string json_path, sched_dir;
+  std::string json_path, db_path;
   bool no_ort = false;
   double min_time = 0.2;
   CLI::App app{"ResNet-50 convolutions: PTO vs oneDNN vs ONNX Runtime"};
   app.add_option("--layers", layers, "layer indices (default: all)")->delimiter(',');
   app.add_option("--json", json_path, "write records as JSON");
-  app.add_option("--schedules", sched_dir, "directory of tuned schedules resnet50_conv_<layer>.json");
+  app.add_option("--db", db_path, "tuning database with tuned schedules (pto tune resnet50_conv --set layer=N)");
   app.add_flag("--no-ort", no_ort, "skip ONNX Runtime");
   app.add_option("--min-time", min_time, "seconds of timed repetitions per measurement");
   CLI11_PARSE(app, argc, argv);
@@ -142,8 +143,11 @@ int main(int argc, char** argv) {
         records.push_back(bench::make_record(label, impl, time_it([&] { k.run(ins, outs); }, 1, 5, min_time), l.flops(1)));
       };
       run_pto("pto-default", default_schedule(p, t));
-      const std::string tuned = sched_dir + "/resnet50_conv_" + std::to_string(li) + ".json";
-      if (!sched_dir.empty() && std::filesystem::exists(tuned)) run_pto("pto-tuned", load_schedule_file(tuned));
+      if (!db_path.empty()) {
+        std::string source;
+        const Schedule tuned = tuner::best_schedule(db_path, p, t, &source);
+        if (source.rfind("tuned", 0) == 0) run_pto("pto-tuned", tuned);
+      }
 
       OneDnnConv dn(l, x, w, b, out);
       dn.run();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "autotuner/TuningDB.h"
 #include "backends/GeneratorRegistry.h"
 
 namespace pto::cli {
@@ -27,9 +28,25 @@ struct GenOptions {
     c->add_flag("--no-runtime", no_runtime, "leave the Halide runtime out; link one from `--runtime-only` "
                                             "(shared by several libraries)");
     c->add_flag("--runtime-only", runtime_only, "emit only a Halide runtime library <name>.a for --targets");
-    c->add_option("--schedules", schedules, "JSON file {\"<kernel>\": <schedule> | {\"<target>\": <schedule>}}");
+    c->add_option("--schedules", schedules,
+                  "a tuning database (.db: each kernel and CPU target takes its best tuned record, else the "
+                  "default) or a JSON file {\"<kernel>\": <schedule> | {\"<target>\": <schedule>}}");
   }
 };
+
+// Per kernel and CPU target, the fastest tuned record of the database at `db`
+// (kernels without one keep their default schedule). Device targets keep their device schedule.
+inline void apply_tuning_db(const std::string& db, const std::vector<Target>& targets, std::vector<KernelSpec>& kernels) {
+  for (auto& k : kernels)
+    for (const Target& t : targets) {
+      if (t.has_device() || k.schedules.count(t.name)) continue;
+      std::string source;
+      const Schedule s = tuner::best_schedule(db, k.program, t, &source);
+      if (source.rfind("tuned", 0) != 0) continue;
+      std::fprintf(stderr, "pto gen: %s on %s: using the %s\n", k.name.c_str(), t.name.c_str(), source.c_str());
+      k.schedules[t.name] = s;
+    }
+}
 
 // Generates the libraries (or the runtime) and prints what was written.
 inline void run_gen(std::vector<KernelSpec> kernels, const GenOptions& o) {
@@ -39,7 +56,9 @@ inline void run_gen(std::vector<KernelSpec> kernels, const GenOptions& o) {
     std::printf("wrote %s\n", generate_runtime(targets, o.out_dir, o.name).c_str());
     return;
   }
-  if (!o.schedules.empty()) apply_schedule_file(o.schedules, kernels);
+  const bool db = o.schedules.size() > 3 && o.schedules.substr(o.schedules.size() - 3) == ".db";
+  if (db) apply_tuning_db(o.schedules, targets, kernels);
+  else if (!o.schedules.empty()) apply_schedule_file(o.schedules, kernels);
   LibraryOptions lo;
   lo.name = o.name;
   lo.targets = targets;

@@ -333,18 +333,8 @@ int main(int argc, char** argv) {
       }
       if (gen_o.name.empty() && kernels.size() == 1) gen_o.name = kernels[0].name;
       if (gen_schedule == "best") {
-        // Per kernel and target: the tuned record when the database has one (else the target's default).
-        const std::string db = g_db_path.empty() ? tuner::default_db_path() : g_db_path;
-        for (auto& k : kernels)
-          for (const Target& t : parse_targets(gen_o.targets)) {
-            if (t.has_device()) continue;  // device targets keep their device schedule
-            std::string source;
-            const Schedule s = tuner::best_schedule(db, k.program, t, &source);
-            if (source.rfind("tuned", 0) == 0) {
-              std::fprintf(stderr, "pto gen: %s on %s: using the %s\n", k.name.c_str(), t.name.c_str(), source.c_str());
-              k.schedules[t.name] = s;
-            }
-          }
+        pto::cli::apply_tuning_db(g_db_path.empty() ? tuner::default_db_path() : g_db_path,
+                                  parse_targets(gen_o.targets), kernels);
       } else if (gen_schedule != "default") {
         if (kernels.size() != 1) throw Error("pto gen: --schedule needs exactly one program; use --schedules for several");
         kernels[0].schedules["*"] = pick_schedule(gen_schedule, kernels[0].program, parse_target("host"));
