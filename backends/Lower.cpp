@@ -492,7 +492,16 @@ class Lowering {
       else w.compute_at(f, Halide::Var(c.loop));
       const DType dt = p_.tensor(c.tensor).dtype;
       const int lanes = t_.vector_lanes(dt == DType::Bool ? DType::U8 : dt);
-      if (lanes > 1 && !w.args().empty()) w.vectorize(w.args()[0], lanes, Halide::TailStrategy::GuardWithIf);
+      // Halide's dim 0 is the tensor's last axis; a transposed copy stores dim 1 innermost.
+      std::vector<Halide::Var> args = w.args();
+      if (c.transpose && args.size() >= 2) {
+        std::vector<Halide::Var> order = args;
+        std::swap(order[0], order[1]);
+        w.reorder_storage(order);
+        w.reorder(std::vector<Halide::VarOrRVar>(order.begin(), order.end()));
+        std::swap(args[0], args[1]);
+      }
+      if (lanes > 1 && !args.empty()) w.vectorize(args[0], lanes, Halide::TailStrategy::GuardWithIf);
     }
     apply_loops(st, f, ss.loops, false, root);
     if (has_update && ss.update) apply_loops(st, f.update(0), *ss.update, true, false);

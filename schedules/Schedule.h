@@ -77,6 +77,10 @@ struct Pipelining {
 struct CacheRead {
   std::string tensor;
   std::string loop;
+  // Store the copy with its two innermost dims swapped (a transposing pack), so
+  // that a stage vectorizing along the tensor's second-to-last dim (x @ W^T reads
+  // W(o, k) while vectorizing o) loads contiguous vectors.
+  bool transpose = false;
   bool operator==(const CacheRead&) const = default;
 };
 

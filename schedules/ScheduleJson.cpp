@@ -195,7 +195,11 @@ json schedule_to_json(const Schedule& s) {
     if (st.store) js["store"] = placement_to_json(*st.store);
     if (st.update) js["update"] = loops_to_json(*st.update);
     if (!st.accumulator_at.empty()) js["accumulator_at"] = st.accumulator_at;
-    for (const auto& c : st.cache) js["cache"].push_back({{"tensor", c.tensor}, {"loop", c.loop}});
+    for (const auto& c : st.cache) {
+      json jc = {{"tensor", c.tensor}, {"loop", c.loop}};
+      if (c.transpose) jc["transpose"] = true;
+      js["cache"].push_back(jc);
+    }
     json prec = json::object();
     if (st.precision.storage) prec["storage"] = to_string(*st.precision.storage);
     if (st.precision.compute) prec["compute"] = to_string(*st.precision.compute);
@@ -253,9 +257,10 @@ Schedule schedule_from_json(const json& j) {
         for (size_t i = 0; i < js["cache"].size(); ++i) {
           const json& c = js["cache"][i];
           const std::string ip = cp + "[" + std::to_string(i) + "]";
-          check_keys(c, ip, {"tensor", "loop"});
+          check_keys(c, ip, {"tensor", "loop", "transpose"});
           if (!c.contains("tensor") || !c.contains("loop")) fail(ip, "needs \"tensor\" and \"loop\"");
-          st.cache.push_back({get_string(c["tensor"], ip + ".tensor"), get_string(c["loop"], ip + ".loop")});
+          st.cache.push_back({get_string(c["tensor"], ip + ".tensor"), get_string(c["loop"], ip + ".loop"),
+                              c.contains("transpose") && get_bool(c["transpose"], ip + ".transpose")});
         }
       }
       if (js.contains("update")) {

@@ -388,6 +388,9 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
         if (std::find(reads.begin(), reads.end(), c.tensor) == reads.end())
           throw ScheduleError(where + ": cache of '" + c.tensor + "', which it does not read; it reads: " + join(reads));
         if (!seen.insert(c.tensor).second) throw ScheduleError(where + ": cache of '" + c.tensor + "' appears twice");
+        if (c.transpose && p.tensor(c.tensor).shape.size() < 2)
+          throw ScheduleError(where + ": transposed cache of '" + c.tensor + "', which has rank " +
+                              std::to_string(p.tensor(c.tensor).shape.size()) + "; transposing needs rank >= 2");
         // The copy is computed where the stage was read: the stage itself must be
         // complete before (root) or evaluated into the copy (inline).
         const StageSchedule* cs = s.find(c.tensor);

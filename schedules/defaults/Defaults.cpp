@@ -1,5 +1,7 @@
 #include "schedules/defaults/Defaults.h"
 
+#include "dsl/IRVisitor.h"
+
 #include <algorithm>
 #include <set>
 
@@ -102,6 +104,29 @@ bool static_tile(const Stage& st, std::pair<size_t, size_t> rc) {
   return !st.shape[rc.first].is_symbolic() && !st.shape[rc.second].is_symbolic();
 }
 
+// Does the contraction read `tensor` as W(col, k) (x @ W^T, as `linear` does),
+// i.e. with the vectorized column var in the second-to-last index and a
+// reduction var in the last? Then its panel is packed transposed.
+bool transposed_operand(const Stage& mm, const std::string& tensor, std::pair<size_t, size_t> rc) {
+  struct Find : IRVisitor {
+    const std::string& name;
+    const AccessNode* found = nullptr;
+    explicit Find(const std::string& n) : name(n) {}
+    void visit_access(const AccessNode& a) override {
+      if (a.tensor == name && !found) found = &a;
+      IRVisitor::visit_access(a);
+    }
+  } f(tensor);
+  f.visit(mm.value);
+  if (!f.found || f.found->args.size() < 2) return false;
+  const auto* last = f.found->args.back().as<VarNode>();
+  const auto* second = f.found->args[f.found->args.size() - 2].as<VarNode>();
+  if (!last || !second || second->name != mm.vars[rc.second]) return false;
+  for (const RVar& r : mm.rvars)
+    if (r.name == last->name) return true;
+  return false;
+}
+
 // mm computed per register tile of its elementwise epilogue `e`.
 void contraction_with_epilogue(const Stage& mm, const Stage& e, const Target& t, Schedule& s) {
   const auto rc = tile_dims(mm);
@@ -128,7 +153,7 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   // (n = 2048: 123 -> 504 GFLOP/s on the 2-core Zen 5).
   const auto reads = mm.reads();
   if (mm.kind == OpKind::Contraction && reads.size() == 2 && p.tensor(reads[1]).shape.size() >= 2)
-    ms.cache.push_back({reads[1], mm.vars[rc.second] + "_o"});
+    ms.cache.push_back({reads[1], mm.vars[rc.second] + "_o", transposed_operand(mm, reads[1], rc)});
 }
 
 // Row-wise normalizations (softmax, layer_norm): the output is parallel over
@@ -208,6 +233,27 @@ Schedule default_schedule(const Program& p, const Target& t) {
     const auto rc = tile_dims(st);
     const int64_t n = static_extent(st.shape[rc.second]);
     if (n >= 0 && n < t.vector_lanes(DType::F32)) continue;  // too narrow for a vector register tile
+    // An inline elementwise chain read by another reduction (linear -> bias ->
+    // gelu -> linear) would be re-evaluated for every reduction step of its
+    // reader: materialize its last stage and fuse the contraction into it.
+    if (!root && cur != st.name) {
+      bool contractions_read_it = true;
+      for (const auto& c : p.consumers(cur)) {
+        const Stage& cs = p.stage(c);
+        contractions_read_it &= cs.reduce && (cs.kind == OpKind::Contraction || cs.kind == OpKind::Convolution);
+      }
+      if (contractions_read_it) root = &p.stage(cur);
+    }
+    // x @ W^T: the W panel must be packed transposed, which needs the
+    // contraction's own accumulator tile; the epilogue then runs as its own
+    // (vectorized, parallel) pass over the result.
+    const auto reads = st.reads();
+    if (root && reads.size() == 2 && transposed_operand(st, reads[1], rc)) {
+      StageSchedule& es = s[root->name];
+      es = StageSchedule{};
+      es.loops = parallel_vectorized(*root, t);
+      root = nullptr;
+    }
     if (root) {
       s.stages.erase(root->name);
       contraction_with_epilogue(st, *root, t, s);

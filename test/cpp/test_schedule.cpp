@@ -35,6 +35,7 @@ TEST_CASE("a full schedule round-trips through JSON", "[schedule][json]") {
   m.update->order = {"k", "i", "j"};
   m.precision.compute = DType::F32;
   m.pipeline.prefetch = {{"B", "k", 2}};
+  m.cache = {{"A", "k", true}};
   const std::string text = schedule_to_json_string(s);
   const Schedule back = parse(text);
   CHECK(back == s);
