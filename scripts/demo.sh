@@ -5,7 +5,9 @@
 #   2. generate a static library of the layer with the best schedules,
 #   3. run the layer and its parts, checked against float64, next to an
 #      OpenBLAS baseline and ONNX Runtime, with the report's before/after table.
-# PTO_DEMO_TRIALS (default 16) sets the per-workload trial budget.
+# PTO_DEMO_TRIALS (default 10) sets the trial budget of each part; the whole
+# layer (large, slow to compile) gets PTO_DEMO_LAYER_TRIALS (default 4). Each
+# workload also stops starting trials after PTO_DEMO_SECONDS (default 60).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -13,14 +15,17 @@ bash scripts/build.sh >/dev/null
 build="${PTO_BUILD_DIR:-build}"
 pto="$build/bin/pto"
 db="${PTO_TUNING_DB:-.pto/tuning.db}"
-trials="${PTO_DEMO_TRIALS:-16}"
+trials="${PTO_DEMO_TRIALS:-10}"
+layer_trials="${PTO_DEMO_LAYER_TRIALS:-4}"
+limits=(--time-budget "${PTO_DEMO_SECONDS:-60}" --compile-timeout 20 --no-compare --seed 1)
 mkdir -p "$(dirname "$db")"
 size=(--set B=1 --set S=128)
 
 echo "== 1. tune (budget $trials trials per workload; database $db) =="
-for w in bert_attention bert_ffn bert_layernorm bert_layer; do
-  "$pto" tune "$w" "${size[@]}" --trials "$trials" --db "$db" --no-compare --seed 1
+for w in bert_attention bert_ffn bert_layernorm; do
+  "$pto" tune "$w" "${size[@]}" --trials "$trials" --db "$db" "${limits[@]}"
 done
+"$pto" tune bert_layer "${size[@]}" --trials "$layer_trials" --db "$db" "${limits[@]}"
 
 echo
 echo "== 2. generate: libbert_layer for the default target with the tuned schedules =="
