@@ -27,6 +27,7 @@
 #include <sstream>
 #include <thread>
 
+#include "apps/common/Bench.h"
 #include "backends/Jit.h"
 #include "backends/Timing.h"
 #include "dsl/Workloads.h"
@@ -75,14 +76,7 @@ double check(int n, GetA a, GetB b, GetC c, double tol) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // OpenBLAS 0.3.21 does not recognise recent CPUs: re-exec with its AVX-512 kernels (see demo_matmul.cpp).
-  const char* want = std::getenv("PTO_OPENBLAS_CORETYPE");
-  if (!want && __builtin_cpu_supports("avx512f")) want = "SkylakeX";
-  const char* have = std::getenv("OPENBLAS_CORETYPE");
-  if (want && (!have || std::string(have) != want)) {
-    setenv("OPENBLAS_CORETYPE", want, 1);
-    execv("/proc/self/exe", argv);
-  }
+  bench::ensure_openblas_coretype(argv);
   std::vector<int> sizes{512, 1024, 2048};
   std::string json_path;
   bool no_bf16 = false;

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "apps/common/Bench.h"
 #include "backends/Jit.h"
 #include "backends/Timing.h"
 #include "dsl/Workloads.h"
@@ -25,16 +26,8 @@ extern "C" char* openblas_get_corename(void);
 extern "C" int openblas_get_num_threads(void);
 
 int main(int argc, char** argv) {
-  // OpenBLAS 0.3.21 does not recognise recent CPUs and silently falls back to
-  // slower kernels unless told the core type before it initializes: on an
-  // AVX-512 machine re-exec with its AVX-512 kernels (PTO_OPENBLAS_CORETYPE overrides).
-  const char* want = std::getenv("PTO_OPENBLAS_CORETYPE");
-  if (!want && __builtin_cpu_supports("avx512f")) want = "SkylakeX";
-  const char* have = std::getenv("OPENBLAS_CORETYPE");
-  if (want && (!have || std::string(have) != want)) {
-    setenv("OPENBLAS_CORETYPE", want, 1);
-    execv("/proc/self/exe", argv);
-  }
+  // OpenBLAS 0.3.21 does not recognise recent CPUs: use its AVX-512 kernels.
+  pto::bench::ensure_openblas_coretype(argv);
   int n = 1024;
   std::string target = "host", schedule = "default";
   bool show = false;
