@@ -41,18 +41,6 @@ std::vector<int64_t> fitting(std::vector<int64_t> candidates, int64_t extent) {
   return r;
 }
 
-bool downstream(const Program& p, const std::string& from, const std::string& to) {
-  std::vector<std::string> todo = p.consumers(from);
-  std::set<std::string> seen;
-  while (!todo.empty()) {
-    const std::string s = todo.back();
-    todo.pop_back();
-    if (s == to) return true;
-    if (!seen.insert(s).second) continue;
-    for (const auto& c : p.consumers(s)) todo.push_back(c);
-  }
-  return false;
-}
 
 // The materialized stages that read `name`, looking through inlined consumers.
 std::set<std::string> resolved_consumers(const Program& p, const std::string& name, const Schedule& s) {
@@ -323,7 +311,7 @@ Schedule SearchSpace::decode(const Genome& g) const {
       for (const auto& c : cons) {
         bool dominates = true;
         for (const auto& o : cons)
-          if (o != c && !downstream(p_, o, c)) dominates = false;
+          if (o != c && !p_.reaches(o, c)) dominates = false;
         if (dominates) target = c;
       }
       if (!target.empty() && s.find(target)->compute.kind != Placement::Kind::Inline) {

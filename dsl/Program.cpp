@@ -282,6 +282,19 @@ std::vector<std::string> Program::consumers(const std::string& name) const {
   return r;
 }
 
+bool Program::reaches(const std::string& producer, const std::string& consumer) const {
+  std::vector<std::string> todo = consumers(producer);
+  std::set<std::string> seen;
+  while (!todo.empty()) {
+    const std::string s = todo.back();
+    todo.pop_back();
+    if (s == consumer) return true;
+    if (!seen.insert(s).second) continue;
+    for (const auto& c : consumers(s)) todo.push_back(c);
+  }
+  return false;
+}
+
 std::map<std::string, std::pair<std::string, int>> Program::symbols() const {
   std::map<std::string, std::pair<std::string, int>> r;
   for (const auto& t : d_->inputs)

@@ -63,6 +63,8 @@ class Program {
   Tensor handle(const std::string& name) const;
   // Stages that read `name`.
   std::vector<std::string> consumers(const std::string& name) const;
+  // Does stage `consumer` read `producer`, directly or through other stages?
+  bool reaches(const std::string& producer, const std::string& consumer) const;
   // Symbolic sizes, and where each is first found: (input name, axis).
   std::map<std::string, std::pair<std::string, int>> symbols() const;
 

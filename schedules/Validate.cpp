@@ -24,19 +24,6 @@ const Loop* find_loop(const std::vector<Loop>& loops, const std::string& n) {
   return nullptr;
 }
 
-// Is `consumer` downstream of `producer` (reads it directly or through other stages)?
-bool downstream(const Program& p, const std::string& producer, const std::string& consumer) {
-  std::vector<std::string> todo = p.consumers(producer);
-  std::set<std::string> seen;
-  while (!todo.empty()) {
-    const std::string s = todo.back();
-    todo.pop_back();
-    if (s == consumer) return true;
-    if (!seen.insert(s).second) continue;
-    for (const auto& c : p.consumers(s)) todo.push_back(c);
-  }
-  return false;
-}
 
 // The loops a producer can be computed or stored at in stage `c`: those of its
 // last definition (Halide places producers in the last stage, the update of
@@ -283,7 +270,7 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
       if (is_output(name)) throw ScheduleError(where + " is an output; it is computed at root, not at '" + pl.stage + "'");
       if (!p.find_stage(pl.stage))
         throw ScheduleError(where + ": " + what + " at unknown stage '" + pl.stage + "'; stages: " + join(stage_names));
-      if (!downstream(p, name, pl.stage)) {
+      if (!p.reaches(name, pl.stage)) {
         const auto cons = p.consumers(name);
         throw ScheduleError(where + ": " + what + " at '" + pl.stage + "', which does not consume it; consumers: " +
                             (cons.empty() ? std::string("none") : join(cons)));
