@@ -17,7 +17,7 @@ struct Buffers {
 };
 
 inline void linear(const float* x, const float* w, const float* b, float* y, int rows, int in, int out) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, out, in, 1.0f, x, in, w, out, 0.0f, y, out);
   for (int r = 0; r < rows; ++r)
     for (int o = 0; o < out; ++o) y[r * out + o] += b[o];
 }

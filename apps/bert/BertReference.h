@@ -15,13 +15,13 @@ namespace pto::bert_ref {
 using Vec = std::vector<double>;
 using Weights = std::map<std::string, Vec>;
 
-// y[r, o] = sum_i x[r, i] w[o, i] + b[o]
+// y[r, o] = sum_i x[r, i] w[i, o] + b[o] (weights [in, out], dsl/models/Bert.h)
 inline Vec linear(const Vec& x, const Vec& w, const Vec& b, int64_t rows, int64_t in, int64_t out) {
   Vec y(static_cast<size_t>(rows * out));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t o = 0; o < out; ++o) {
       double acc = b[static_cast<size_t>(o)];
-      for (int64_t i = 0; i < in; ++i) acc += x[static_cast<size_t>(r * in + i)] * w[static_cast<size_t>(o * in + i)];
+      for (int64_t i = 0; i < in; ++i) acc += x[static_cast<size_t>(r * in + i)] * w[static_cast<size_t>(i * out + o)];
       y[static_cast<size_t>(r * out + o)] = acc;
     }
   return y;

@@ -37,7 +37,9 @@ class Graph:
         self.nodes.append(helper.make_node(kind, inputs, [out], **attrs))
         return out
 
-    def linear(self, x, w, b):  # x W^T + b, W [out, in]
+    # x W^T + b for W [out, in]: the graph holds W^T ([in, out]) as the MatMul
+    # initializer, the weight layout PTO's BERT (dsl/models/Bert.h) takes too.
+    def linear(self, x, w, b):
         return self.op("Add", [self.op("MatMul", [x, self.const(w.T.copy(), "wT")]), self.const(b, "b")])
 
     def layernorm(self, x, r, g, b):

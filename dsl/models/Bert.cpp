@@ -5,18 +5,50 @@
 #include "dsl/ops/Ops.h"
 
 namespace pto::models {
+namespace {
+// A projection weight [in, out], stored blocked when c.weight_block divides `out` (Bert.h).
+Tensor weight(Program& p, const std::string& name, int64_t in, int64_t out, const BertConfig& c) {
+  const int64_t blk = c.weight_block;
+  if (blk > 0 && out % blk == 0) return p.input(name, {out / blk, in, blk});
+  return p.input(name, {in, out});
+}
+
+// y = x @ W + b: a contraction (stage `name`_mm) and its bias epilogue.
+Tensor dense(const Tensor& x, const Tensor& w, const Tensor& b, const std::string& name) {
+  if (w.rank() == 2) return ops::add(ops::matmul(x, w, name + "_mm"), b, name);
+  // Blocked W[j / blk, k, j % blk]: for a column tile of blk outputs the
+  // weights are one contiguous [in, blk] panel, streamed in order.
+  Program p = x.program();
+  const int blk = static_cast<int>(w.shape()[2].value);
+  const Shape& sx = x.shape();
+  std::vector<std::string> vars;
+  std::vector<Expr> ix;
+  Shape out;
+  for (size_t d = 0; d + 1 < sx.size(); ++d) {
+    vars.push_back("i" + std::to_string(d));
+    ix.push_back(var(vars.back()));
+    out.push_back(sx[d]);
+  }
+  vars.push_back("j");
+  out.push_back(Dim(w.shape()[0].value * blk));
+  ix.push_back(var("k"));
+  const Expr j = var("j");
+  const Tensor mm = p.define_reduce(name + "_mm", vars, out, ReduceOp::Sum, {{"k", sx.back()}},
+                                    x(ix) * w(j / blk, var("k"), j % blk), OpKind::Contraction, "matmul");
+  return ops::add(mm, b, name);
+}
+}  // namespace
 
 Tensor add_bert_attention(Program& p, const Tensor& x, const Tensor& mask, const BertConfig& c, const std::string& pre) {
   const Dim B = c.batch, S = c.seq, H = c.hidden;
   if (c.hidden % c.heads) throw ShapeError("bert: hidden " + std::to_string(c.hidden) + " is not divisible by heads " + std::to_string(c.heads));
   const int64_t dh = c.hidden / c.heads;
-  auto weight = [&](const std::string& n) { return p.input(pre + n, {H, H}); };
+  auto proj = [&](const std::string& n) { return weight(p, pre + n, c.hidden, c.hidden, c); };
   auto bias = [&](const std::string& n) { return p.input(pre + n, {H}); };
-  const Tensor wq = weight("Wq"), bq = bias("bq"), wk = weight("Wk"), bk = bias("bk"), wv = weight("Wv"),
-               bv = bias("bv");
-  const Tensor q = ops::linear(x, wq, bq, pre + "q");
-  const Tensor k = ops::linear(x, wk, bk, pre + "k");
-  const Tensor v = ops::linear(x, wv, bv, pre + "v");
+  const Tensor wq = proj("Wq"), bq = bias("bq"), wk = proj("Wk"), bk = bias("bk"), wv = proj("Wv"), bv = bias("bv");
+  const Tensor q = dense(x, wq, bq, pre + "q");
+  const Tensor k = dense(x, wk, bk, pre + "k");
+  const Tensor v = dense(x, wv, bv, pre + "v");
   // scores(b, h, i, j) = sum_d q(b, i, h*dh + d) k(b, j, h*dh + d) / sqrt(dh) + mask(b, j)
   const Expr b = var("b"), h = var("h"), i = var("i"), j = var("j"), d = var("d");
   const int dhi = static_cast<int>(dh);
@@ -30,14 +62,15 @@ Tensor add_bert_attention(Program& p, const Tensor& x, const Tensor& mask, const
   const Expr e = var("e");
   const Tensor ctx = p.define_reduce(pre + "ctx", {"b", "i", "e"}, {B, S, H}, ReduceOp::Sum, {{"j", S}},
                                      probs(b, e / dhi, i, j) * v(b, j, e), OpKind::Contraction, "batched_matmul");
-  return ops::linear(ctx, weight("Wo"), bias("bo"), pre + "attn");
+  const Tensor wo = proj("Wo");
+  return dense(ctx, wo, bias("bo"), pre + "attn");
 }
 
 Tensor add_bert_ffn(Program& p, const Tensor& x, const BertConfig& c, const std::string& pre) {
-  const Tensor w1 = p.input(pre + "W1", {c.ffn, c.hidden}), b1 = p.input(pre + "b1", {c.ffn});
-  const Tensor w2 = p.input(pre + "W2", {c.hidden, c.ffn}), b2 = p.input(pre + "b2", {c.hidden});
-  const Tensor act = ops::gelu(ops::linear(x, w1, b1, pre + "fc1"), false, pre + "act");
-  return ops::linear(act, w2, b2, pre + "fc2");
+  const Tensor w1 = weight(p, pre + "W1", c.hidden, c.ffn, c), b1 = p.input(pre + "b1", {c.ffn});
+  const Tensor w2 = weight(p, pre + "W2", c.ffn, c.hidden, c), b2 = p.input(pre + "b2", {c.hidden});
+  const Tensor act = ops::gelu(dense(x, w1, b1, pre + "fc1"), false, pre + "act");
+  return dense(act, w2, b2, pre + "fc2");
 }
 
 Tensor add_bert_layernorm(Program& p, const Tensor& x, const Tensor& r, const BertConfig& c, const std::string& pre) {
@@ -80,6 +113,16 @@ Program bert_layer(const BertConfig& c) {
   const Tensor f = add_bert_ffn(p, h, c, "f_");
   p.output(add_bert_layernorm(p, f, h, c, "ln2_"));
   return p;
+}
+
+std::vector<float> block_weight(const float* w, int64_t in, int64_t out, int64_t block) {
+  if (block <= 0 || out % block)
+    throw ShapeError("block_weight: block " + std::to_string(block) + " must be positive and divide out = " + std::to_string(out));
+  std::vector<float> b(static_cast<size_t>(in * out));
+  for (int64_t k = 0; k < in; ++k)
+    for (int64_t o = 0; o < out; ++o)
+      b[static_cast<size_t>(((o / block) * in + k) * block + o % block)] = w[static_cast<size_t>(k * out + o)];
+  return b;
 }
 
 }  // namespace pto::models

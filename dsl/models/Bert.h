@@ -2,8 +2,15 @@
 // definitions: the report's attention / FFN / LayerNorm parts as separate
 // programs (for the before/after table) and the whole layer.
 //
-// Layout: activations [B, S, H] row-major; weights [out, in] (x W^T + b, as in
-// PyTorch); the attention mask is additive, [B, S] (0 = attend, -1e4 = masked).
+// Layout: activations [B, S, H] row-major; the attention mask is additive,
+// [B, S] (0 = attend, -1e4 = masked). A projection y = x W + b takes W [in, out]
+// (the layout of ONNX MatMul initializers and TensorFlow Dense kernels; a
+// PyTorch nn.Linear weight is its transpose), stored blocked by default:
+// Wb[out / block, in, block] with Wb[jb, k, jj] = W[k, jb * block + jj]
+// (`block_weight` converts). That is the prepacked panel a vectorized micro-
+// kernel streams for `block` output columns, laid out once at load time as
+// ONNX Runtime and oneDNN prepack their weights, instead of a packing copy on
+// every call. weight_block = 0 keeps W [in, out].
 #pragma once
 
 #include "dsl/Program.h"
@@ -13,11 +20,17 @@ namespace pto::models {
 struct BertConfig {
   int64_t batch = 1, seq = 128, hidden = 768, heads = 12, ffn = 3072;
   double eps = 1e-12;  // BERT's LayerNorm epsilon
+  // Output columns per weight block: 4 AVX-512 vectors, the default
+  // schedule's register tile; used where it divides the layer's width.
+  int64_t weight_block = 64;
 };
+
+// W [in, out] row-major -> the blocked layout above.
+std::vector<float> block_weight(const float* w, int64_t in, int64_t out, int64_t block);
 
 // attn = MultiHeadSelfAttention(X, mask) projected by Wo: inputs X, mask, Wq, bq, Wk, bk, Wv, bv, Wo, bo.
 Program bert_attention(const BertConfig& c);
-// ffn = gelu(X W1^T + b1) W2^T + b2: inputs X, W1, b1, W2, b2.
+// ffn = gelu(X W1 + b1) W2 + b2 (GELU with erf): inputs X, W1, b1, W2, b2.
 Program bert_ffn(const BertConfig& c);
 // Y = LayerNorm(X + R) * gamma + beta: inputs X, R, gamma, beta.
 Program bert_layernorm(const BertConfig& c);

@@ -12,36 +12,55 @@ using namespace pto;
 using namespace pto::test;
 
 TEST_CASE("BERT encoder layer matches a float64 reference", "[models][bert]") {
-  models::BertConfig c;
-  c.batch = 2;
-  c.seq = 7;
-  c.hidden = 32;
-  c.heads = 4;
-  c.ffn = 48;
-  const Program p = models::bert_layer(c);
-  std::mt19937 rng(11);
-  std::map<std::string, HostTensor> in;
-  bert_ref::Weights w;
-  for (const auto& t : p.inputs()) {
-    std::vector<int64_t> shape;
-    for (const Dim& d : t.shape) shape.push_back(d.value);
-    // Weights ~ U(-0.3, 0.3) keep activations O(1), like trained BERT.
-    in[t.name] = random_tensor(shape, rng, -0.3, 0.3);
-    if (t.name.find("gamma") != std::string::npos) in[t.name] = random_tensor(shape, rng, 0.5, 1.5);
-    w[t.name] = in[t.name].data;
+  // Blocked weights (block 16 divides hidden 32 and ffn 48) and plain [in, out] ones.
+  for (const int64_t block : {16, 0}) {
+    models::BertConfig c;
+    c.batch = 2;
+    c.seq = 7;
+    c.hidden = 32;
+    c.heads = 4;
+    c.ffn = 48;
+    c.weight_block = block;
+    const Program p = models::bert_layer(c);
+    std::mt19937 rng(11);
+    std::map<std::string, HostTensor> in;
+    bert_ref::Weights w;
+    for (const auto& t : p.inputs()) {
+      std::vector<int64_t> shape;
+      for (const Dim& d : t.shape) shape.push_back(d.value);
+      // Weights ~ U(-0.3, 0.3) keep activations O(1), like trained BERT.
+      in[t.name] = random_tensor(shape, rng, -0.3, 0.3);
+      if (t.name.find("gamma") != std::string::npos) in[t.name] = random_tensor(shape, rng, 0.5, 1.5);
+      w[t.name] = in[t.name].data;
+      if (shape.size() == 3 && t.name != "X") {
+        // The reference takes W [in, out]; the program its blocked copy.
+        const int64_t fan_in = shape[1], fan_out = shape[0] * shape[2];
+        const std::vector<float> plain(in[t.name].data.begin(), in[t.name].data.end());
+        const std::vector<float> blocked = models::block_weight(plain.data(), fan_in, fan_out, shape[2]);
+        in[t.name].data.assign(blocked.begin(), blocked.end());
+        // Blocking is a permutation: spot-check one element.
+        CHECK(blocked[static_cast<size_t>(((1 / shape[2]) * fan_in + 2) * shape[2] + 1 % shape[2])] ==
+              plain[static_cast<size_t>(2 * fan_out + 1)]);
+      }
+    }
+    // Mask the last two positions of batch 1.
+    HostTensor& mask = in["mask"];
+    for (auto& m : mask.data) m = 0;
+    mask.data[static_cast<size_t>(c.seq + c.seq - 1)] = mask.data[static_cast<size_t>(c.seq + c.seq - 2)] = -1e4;
+    w["mask"] = mask.data;
+    const bert_ref::Vec want = bert_ref::layer(in["X"].data, mask.data, w, c);
+    const Target t = parse_target("host");
+    for (const Schedule& s : {plain_schedule(p), default_schedule(p, t)}) {
+      const HostTensor got = run_f32(Kernel(p, s, t), in)[0];
+      // f32 through ~5 dependent matmul/normalization steps of O(50)-term sums: 1e-4 relative + absolute.
+      CHECK(tolerance_ratio(got, HostTensor{got.shape, want}, 1e-4, 1e-4) <= 1.0);
+    }
   }
-  // Mask the last two positions of batch 1.
-  HostTensor& mask = in["mask"];
-  for (auto& m : mask.data) m = 0;
-  mask.data[static_cast<size_t>(c.seq + c.seq - 1)] = mask.data[static_cast<size_t>(c.seq + c.seq - 2)] = -1e4;
-  w["mask"] = mask.data;
-  const bert_ref::Vec want = bert_ref::layer(in["X"].data, mask.data, w, c);
-  const Target t = parse_target("host");
-  for (const Schedule& s : {plain_schedule(p), default_schedule(p, t)}) {
-    const HostTensor got = run_f32(Kernel(p, s, t), in)[0];
-    // f32 through ~5 dependent matmul/normalization steps of O(50)-term sums: 1e-4 relative + absolute.
-    CHECK(tolerance_ratio(got, HostTensor{got.shape, want}, 1e-4, 1e-4) <= 1.0);
-  }
+}
+
+TEST_CASE("block_weight rejects a block that does not divide the width", "[models][bert]") {
+  const std::vector<float> w(6, 1.0f);
+  CHECK_THROWS_AS(models::block_weight(w.data(), 2, 3, 2), ShapeError);
 }
 
 TEST_CASE("ResNet-50 convolution shapes (scaled down) match a float64 loop", "[models][resnet]") {
