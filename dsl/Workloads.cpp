@@ -24,6 +24,10 @@ models::BertConfig bert_config(const D& d) {
   models::BertConfig c;
   c.batch = b.value;
   c.seq = s.value;
+  // BF16 = 1: bf16 weights (0, the default, reads as "symbolic" here: f32).
+  const Dim bf16 = d("BF16");
+  if (!bf16.is_symbolic() && bf16.value != 1) throw ShapeError("bert workloads: BF16=" + bf16.str() + " must be 0 (f32 weights) or 1 (bf16)");
+  if (!bf16.is_symbolic()) c.weight_dtype = DType::BF16;
   return c;
 }
 struct Entry {
@@ -99,13 +103,13 @@ const std::vector<Entry>& entries() {
          return p;
        }},
       {{"bert_attention", "BERT-base self-attention block (QKV, scores, mask, softmax, context, output proj.)",
-        {{"B", 1}, {"S", 128}}},
+        {{"B", 1}, {"S", 128}, {"BF16", 0}}},
        [](const auto& d) { return models::bert_attention(bert_config(d)); }},
-      {{"bert_ffn", "BERT-base FFN: gelu(X W1^T + b1) W2^T + b2", {{"B", 1}, {"S", 128}}},
+      {{"bert_ffn", "BERT-base FFN: gelu(X W1 + b1) W2 + b2 (BF16=1: bf16 weights)", {{"B", 1}, {"S", 128}, {"BF16", 0}}},
        [](const auto& d) { return models::bert_ffn(bert_config(d)); }},
-      {{"bert_layernorm", "BERT-base residual add + LayerNorm", {{"B", 1}, {"S", 128}}},
+      {{"bert_layernorm", "BERT-base residual add + LayerNorm", {{"B", 1}, {"S", 128}, {"BF16", 0}}},
        [](const auto& d) { return models::bert_layernorm(bert_config(d)); }},
-      {{"bert_layer", "BERT-base encoder layer", {{"B", 1}, {"S", 128}}},
+      {{"bert_layer", "BERT-base encoder layer", {{"B", 1}, {"S", 128}, {"BF16", 0}}},
        [](const auto& d) { return models::bert_layer(bert_config(d)); }},
       {{"resnet50_conv", "one ResNet-50 conv layer + bias + ReLU (layer = index 0..22, see pto show)",
         {{"layer", 2}, {"N", 1}}},

@@ -11,12 +11,15 @@
 // next to pto-default, and the report's before/after table is printed.
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "apps/bert/BertOpenBlas.h"
 #include "apps/bert/BertReference.h"
 #include "apps/common/Bench.h"
+#include "apps/common/Peak.h"
 #include "autotuner/TuningDB.h"
 #include "backends/Jit.h"
 #include "dsl/Analysis.h"
@@ -62,6 +65,20 @@ Inputs make_inputs(const Program& p, std::mt19937& rng, const models::BertConfig
   return in;
 }
 
+// Round-to-nearest-even f32 -> bf16 bits, and back.
+uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 double max_rel_err(const std::vector<float>& got, const bert_ref::Vec& want) {
   double scale = 0, err = 0;
   for (double w : want) scale = std::max(scale, std::fabs(w));
@@ -76,7 +93,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> seqs;
   int64_t batch = 1;
   std::string json_path, db_path;
-  bool no_ort = false;
+  bool no_ort = false, bf16 = false;
   double min_time = 0.3;
   CLI::App app{"BERT-base encoder layer: PTO vs OpenBLAS baseline vs ONNX Runtime"};
   app.add_option("--batch", batch, "batch size");
@@ -84,6 +101,7 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "write records as JSON");
   app.add_option("--db", db_path, "tuning database with tuned schedules (pto tune)");
   app.add_flag("--no-ort", no_ort, "skip ONNX Runtime");
+  app.add_flag("--bf16", bf16, "also run PTO in mixed precision: bf16 weights, f32 activations and accumulation (pto-bf16w)");
   app.add_option("--min-time", min_time, "seconds of timed repetitions per measurement");
   CLI11_PARSE(app, argc, argv);
   if (seqs.empty()) seqs = {128, 384};
@@ -103,12 +121,13 @@ int main(int argc, char** argv) {
         const Inputs in = make_inputs(p, rng, c);
         const double flops = program_flops(p);
         // Reference (float64, independent code).
-        bert_ref::Vec want;
-        const auto& w = in.f64;
-        if (part == "attention") want = bert_ref::attention(w.at("X"), w.at("mask"), w, c, "");
-        if (part == "ffn") want = bert_ref::ffn(w.at("X"), w, c, "");
-        if (part == "layernorm") want = bert_ref::layernorm(w.at("X"), w.at("R"), w, c, "");
-        if (part == "layer") want = bert_ref::layer(w.at("X"), w.at("mask"), w, c);
+        auto reference = [&](const bert_ref::Weights& w) {
+          if (part == "attention") return bert_ref::attention(w.at("X"), w.at("mask"), w, c, "");
+          if (part == "ffn") return bert_ref::ffn(w.at("X"), w, c, "");
+          if (part == "layernorm") return bert_ref::layernorm(w.at("X"), w.at("R"), w, c, "");
+          return bert_ref::layer(w.at("X"), w.at("mask"), w, c);
+        };
+        const bert_ref::Vec want = reference(in.f64);
         // f32 end to end: 1e-3 of the output's scale is far above rounding and far below any bug.
         const double tol = 1e-3;
 
@@ -134,6 +153,38 @@ int main(int argc, char** argv) {
           const Schedule tuned = tuner::best_schedule(db_path, p, t, &source);
           if (source.rfind("tuned", 0) == 0) run_pto("pto-tuned", tuned);
           else std::fprintf(stderr, "%-28s pto-tuned    none: %s\n", label.c_str(), source.c_str());
+        }
+
+        if (bf16 && part != "layernorm") {
+          // Mixed precision: the same weights rounded to bf16. The check is
+          // against float64 with those rounded weights (the kernel's own
+          // error); the deviation from the f32-weight model is printed too.
+          const Program p16 = make_workload(wl, {{"B", batch}, {"S", s}, {"BF16", 1}});
+          std::map<std::string, std::vector<uint16_t>> h;
+          bert_ref::Weights w16 = in.f64;
+          std::vector<BufferRef> ins16;
+          for (const auto& ti : p16.inputs()) {
+            std::vector<int64_t> shape;
+            for (const Dim& d : ti.shape) shape.push_back(d.value);
+            if (ti.dtype != DType::BF16) {
+              ins16.push_back({const_cast<float*>(in.pto.at(ti.name).data()), DType::F32, shape, {}});
+              continue;
+            }
+            std::vector<uint16_t>& v = h[ti.name];
+            for (const float x : in.pto.at(ti.name)) v.push_back(to_bf16(x));
+            bert_ref::Vec& r = w16[ti.name];
+            const std::vector<float>& plain = in.f32.at(ti.name);
+            for (size_t i = 0; i < plain.size(); ++i) r[i] = from_bf16(to_bf16(plain[i]));
+            ins16.push_back({v.data(), DType::BF16, shape, {}});
+          }
+          const bert_ref::Vec want16 = reference(w16);
+          const Kernel k(p16, default_schedule(p16, t), t);
+          k.run(ins16, outs);
+          const double err = max_rel_err(out, want16), dev = max_rel_err(out, want);
+          std::fprintf(stderr, "%-28s %-12s max rel err %.2e %s (vs the f32-weight model: %.2e)\n", label.c_str(), "pto-bf16w",
+                       err, err <= tol ? "OK" : "FAILED", dev);
+          if (err > tol) throw Error("pto-bf16w gives a wrong answer on " + label);
+          records.push_back(bench::make_record(label, "pto-bf16w", time_it([&] { k.run(ins16, outs); }, 1, 5, min_time), flops));
         }
 
         // OpenBLAS + plain C++ baseline.
@@ -181,6 +232,18 @@ int main(int argc, char** argv) {
       }
     }
     bench::print_table(records, "pto-default");
+    // The roofline limit of these compute-bound parts: the FMA peak of the
+    // threads the kernels run on, measured here (Peak.h).
+    const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const double peak = bench::fma_peak_gflops(threads);
+    if (peak > 0) {
+      std::printf("\nfp32 FMA peak, %d threads (measured): %.0f GFLOP/s\n%-28s %-12s %9s %8s %15s\n", threads, peak,
+                  "workload", "impl", "GFLOP/s", "of peak", "limit/achieved");
+      for (const auto& r : records)
+        if (r.gflops && r.impl.rfind("pto", 0) == 0 && r.workload.find("layernorm") == std::string::npos)
+          std::printf("%-28s %-12s %9.0f %7.0f%% %14.2fx\n", r.workload.c_str(), r.impl.c_str(), *r.gflops,
+                      100 * *r.gflops / peak, peak / *r.gflops);
+    }
     // The report's before/after table: each part, default vs tuned schedule.
     bool any_tuned = false;
     for (const auto& r : records) any_tuned |= r.impl == "pto-tuned";

@@ -9,13 +9,16 @@ namespace {
 // A projection weight [in, out], stored blocked when c.weight_block divides `out` (Bert.h).
 Tensor weight(Program& p, const std::string& name, int64_t in, int64_t out, const BertConfig& c) {
   const int64_t blk = c.weight_block;
-  if (blk > 0 && out % blk == 0) return p.input(name, {out / blk, in, blk});
-  return p.input(name, {in, out});
+  if (blk > 0 && out % blk == 0) return p.input(name, {out / blk, in, blk}, c.weight_dtype);
+  return p.input(name, {in, out}, c.weight_dtype);
 }
 
 // y = x @ W + b: a contraction (stage `name`_mm) and its bias epilogue.
 Tensor dense(const Tensor& x, const Tensor& w, const Tensor& b, const std::string& name) {
-  if (w.rank() == 2) return ops::add(ops::matmul(x, w, name + "_mm"), b, name);
+  if (w.rank() == 2) {
+    const Tensor w32 = w.dtype() == x.dtype() ? w : ops::cast(w, x.dtype(), name + "_w");
+    return ops::add(ops::matmul(x, w32, name + "_mm"), b, name);
+  }
   // Blocked W[j / blk, k, j % blk]: for a column tile of blk outputs the
   // weights are one contiguous [in, blk] panel, streamed in order.
   Program p = x.program();
@@ -33,8 +36,9 @@ Tensor dense(const Tensor& x, const Tensor& w, const Tensor& b, const std::strin
   out.push_back(Dim(w.shape()[0].value * blk));
   ix.push_back(var("k"));
   const Expr j = var("j");
+  const Expr wjk = w(j / blk, var("k"), j % blk);
   const Tensor mm = p.define_reduce(name + "_mm", vars, out, ReduceOp::Sum, {{"k", sx.back()}},
-                                    x(ix) * w(j / blk, var("k"), j % blk), OpKind::Contraction, "matmul");
+                                    x(ix) * (w.dtype() == x.dtype() ? wjk : cast(x.dtype(), wjk)), OpKind::Contraction, "matmul");
   return ops::add(mm, b, name);
 }
 }  // namespace

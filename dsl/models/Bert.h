@@ -23,6 +23,9 @@ struct BertConfig {
   // Output columns per weight block: 4 AVX-512 vectors, the default
   // schedule's register tile; used where it divides the layer's width.
   int64_t weight_block = 64;
+  // BF16: mixed precision with bf16 projection weights (half the bytes to
+  // stream) and f32 activations, arithmetic and accumulation.
+  DType weight_dtype = DType::F32;
 };
 
 // W [in, out] row-major -> the blocked layout above.
