@@ -48,7 +48,7 @@ std::pair<size_t, size_t> tile_dims(const Stage& st) {
 // The register tile over stage `e` (the epilogue, or the contraction itself):
 // rows x (4 vectors) of accumulators, column tiles in parallel, the rows and
 // the other pure dims outside. Returns the loop to compute the accumulators at.
-std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls, bool conv) {
+std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls) {
   const int lanes = t.vector_lanes(DType::F32);
   const std::string row = e.vars[rc.first], col = e.vars[rc.second];
   const int64_t rows = static_extent(e.shape[rc.first]), cols = static_extent(e.shape[rc.second]);
@@ -79,8 +79,18 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
     ls.vectorize = col + "_i";
     ls.vector_width = lanes;
   }
-  // Parallel over column tiles, or over the convolution's output rows.
-  ls.parallel = {conv ? e.vars[2] : col + "_o"};
+  // Parallel over the outermost other dim with enough iterations for both
+  // threads (a convolution's output rows, attention heads, a batch): one fork
+  // per call and whole tiles per task; else over column tiles (BERT's qk
+  // went from 12 forks of 2 column tiles to one fork of 12 heads).
+  ls.parallel = {col + "_o"};
+  for (size_t k = 0; k < e.vars.size(); ++k) {
+    const int64_t x = static_extent(e.shape[k]);
+    if (k != rc.first && k != rc.second && (x < 0 || x >= 4)) {
+      ls.parallel = {e.vars[k]};
+      break;
+    }
+  }
   return row + "_o";
 }
 
@@ -125,11 +135,17 @@ bool transposed_operand(const Stage& mm, const std::string& tensor, std::pair<si
   } f(tensor);
   f.visit(mm.value);
   if (!f.found || f.found->args.size() < 2) return false;
-  const auto* last = f.found->args.back().as<VarNode>();
   const auto* second = f.found->args[f.found->args.size() - 2].as<VarNode>();
-  if (!last || !second || second->name != mm.vars[rc.second]) return false;
+  if (!second || second->name != mm.vars[rc.second]) return false;
+  // The last index runs along a reduction var (k, or a head's h * dh + d).
+  struct Vars : IRVisitor {
+    std::set<std::string> names;
+    void visit_var(const VarNode& v) override { names.insert(v.name); }
+  } last;
+  last.visit(f.found->args.back());
+  if (last.names.count(mm.vars[rc.second])) return false;
   for (const RVar& r : mm.rvars)
-    if (r.name == last->name) return true;
+    if (last.names.count(r.name)) return true;
   return false;
 }
 
@@ -168,7 +184,7 @@ bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor,
 void contraction_with_epilogue(const Stage& mm, const Stage& e, const Target& t, Schedule& s) {
   const auto rc = tile_dims(mm);
   StageSchedule& es = s[e.name];
-  const std::string at = register_tile(e, rc, t, es.loops, mm.kind == OpKind::Convolution);
+  const std::string at = register_tile(e, rc, t, es.loops);
   StageSchedule& ms = s[mm.name];
   ms.compute = {Placement::Kind::At, e.name, at};
   ms.loops.vectorize = mm.vars[rc.second];
@@ -182,7 +198,7 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   const auto rc = tile_dims(mm);
   StageSchedule& ms = s[mm.name];
   ms.loops = LoopSchedule{};
-  ms.accumulator_at = register_tile(mm, rc, t, ms.loops, mm.kind == OpKind::Convolution);
+  ms.accumulator_at = register_tile(mm, rc, t, ms.loops);
   ms.update = micro_kernel(mm, rc, t, static_tile(mm, rc));
   // Pack the panel of the second operand each column tile reads (K x tile
   // columns, reused by every row tile): without it, its rows are a full row
