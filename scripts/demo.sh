@@ -2,7 +2,8 @@
 # The main job: set-up (idempotent), build, then
 #   1. tune the BERT-base encoder layer's parts on this machine (a small budget;
 #      the tuning database .pto/tuning.db is reused and extended on every run),
-#   2. generate a static library of the layer with the best schedules,
+#   2. generate a static library of the layer with the best schedules and run
+#      it from a plain C++ program (apps/bert/run_bert_layer.cpp),
 #   3. run the layer and its parts, checked against float64, next to an
 #      OpenBLAS baseline and ONNX Runtime, with the report's before/after table.
 # PTO_DEMO_TRIALS (default 10) sets the trial budget of each part; the whole
@@ -28,8 +29,12 @@ done
 "$pto" tune bert_layer "${size[@]}" --trials "$layer_trials" --db "$db" "${limits[@]}"
 
 echo
-echo "== 2. generate: libbert_layer for the default target with the tuned schedules =="
-"$pto" gen bert_layer "${size[@]}" --schedule best --db "$db" --out "$build/generated/bert_layer" --name bert_layer
+echo "== 2. generate libbert_layer for the default target with the tuned schedules, and run it =="
+# The build regenerates the library from the database's best records
+# (apps/bert/CMakeLists.txt) and relinks the plain C++ program that runs it.
+cmake -S . -B "$build" -DPTO_TUNING_DB="$(realpath -m "$db")" >/dev/null
+cmake --build "$build" --target run_bert_layer
+"$build/bin/run_bert_layer"
 
 echo
 echo "== 3. run, check and compare (PTO default vs tuned vs OpenBLAS baseline vs ONNX Runtime) =="
