@@ -204,9 +204,13 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   // columns, reused by every row tile): without it, its rows are a full row
   // stride apart and, at power-of-two sizes, fight over the same cache sets
   // (n = 2048: 123 -> 504 GFLOP/s on the 2-core Zen 5).
+  // A panel that is already contiguous (narrow rows, or weights stored
+  // blocked by column tile as dsl/models/Bert.h does) is read in place.
   const auto reads = mm.reads();
-  if (mm.kind == OpKind::Contraction && reads.size() == 2 && p.tensor(reads[1]).shape.size() >= 2)
-    ms.cache.push_back({reads[1], mm.vars[rc.second] + "_o", transposed_operand(mm, reads[1], rc)});
+  if (mm.kind == OpKind::Contraction && reads.size() == 2 && p.tensor(reads[1]).shape.size() >= 2) {
+    const bool transposed = transposed_operand(mm, reads[1], rc);
+    if (transposed || needs_packing(p, mm, reads[1], rc)) ms.cache.push_back({reads[1], mm.vars[rc.second] + "_o", transposed});
+  }
 }
 
 // Row-wise normalizations (softmax, layer_norm): the output is parallel over
