@@ -29,7 +29,7 @@ done
 "$pto" tune bert_layer "${size[@]}" --trials "$layer_trials" --db "$db" "${limits[@]}"
 
 echo
-echo "== 2. generate libbert_layer for the default target with the tuned schedules, and run it =="
+echo "== 2. generate libbert (apps/bert/bert_generator.cpp) for the default target with the tuned schedules, and run it =="
 # The build regenerates the library from the database's best records
 # (apps/bert/CMakeLists.txt) and relinks the plain C++ program that runs it.
 cmake -S . -B "$build" -DPTO_TUNING_DB="$(realpath -m "$db")" >/dev/null

@@ -1,22 +1,21 @@
 // run_bert_layer: the deployment end of the demo. A plain C++ program that
-// links the static library `pto gen bert_layer` generated with the tuned
-// schedules (libbert_layer.a and its C header; no PTO and no Halide at link
-// time), runs the BERT-base encoder layer (batch 1, sequence 128, the sizes the
-// library was generated for), checks it against the float64 reference and
-// reports its time. scripts/demo.sh builds and runs it:
-//
-//   c++ -O2 -std=c++20 -I. -I<gen dir> apps/bert/run_bert_layer.cpp <gen dir>/bert_layer.a -lpthread -ldl
+// links libbert, generated from bert_generator.cpp with the tuned schedules
+// (a static library and its C header; no PTO and no Halide at link time),
+// runs the BERT-base encoder layer (batch 1, sequence 128, the sizes the
+// library was generated for) with f32 and with bf16 weights, checks both
+// against the float64 reference and reports their times.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "apps/bert/BertReference.h"
-#include "bert_layer_pto.h"
+#include "bert_pto.h"
 
 namespace {
 
@@ -29,6 +28,20 @@ std::vector<float> block64(const std::vector<float>& w, int64_t in, int64_t out)
   for (int64_t k = 0; k < in; ++k)
     for (int64_t o = 0; o < out; ++o) b[static_cast<size_t>(((o / 64) * in + k) * 64 + o % 64)] = w[static_cast<size_t>(k * out + o)];
   return b;
+}
+
+// Round-to-nearest-even f32 -> bf16 bits, and back.
+uint16_t to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
 }
 
 }  // namespace
@@ -58,43 +71,59 @@ int main() {
   for (const char* n : {"a_Wq", "a_Wk", "a_Wv", "a_Wo"}) packed[n] = block64(f[n], H, H);
   packed["f_W1"] = block64(f["f_W1"], H, F);
   packed["f_W2"] = block64(f["f_W2"], F, H);
+  std::map<std::string, std::vector<uint16_t>> half;  // bf16 copies of the blocked weights
+  for (const auto& [n, v] : packed)
+    for (const float x : v) half[n].push_back(to_bf16(x));
   auto P = [&](const char* n) { return packed.count(n) ? packed[n].data() : f[n].data(); };
+  auto Q = [&](const char* n) { return half.at(n).data(); };
 
   std::vector<float> y(static_cast<size_t>(S * H));
-  auto run = [&] {
-    return bert_layer_run(P("X"), P("mask"), P("a_Wq"), P("a_bq"), P("a_Wk"), P("a_bk"), P("a_Wv"), P("a_bv"), P("a_Wo"),
-                          P("a_bo"), P("ln1_gamma"), P("ln1_beta"), P("f_W1"), P("f_b1"), P("f_W2"), P("f_b2"),
-                          P("ln2_gamma"), P("ln2_beta"), y.data());
+  // f32 weights, or (bf16 = true) the same weights rounded to bf16.
+  auto run = [&](bool bf16, const float* x) {
+    if (bf16)
+      return bert_layer_bf16_run(x, P("mask"), Q("a_Wq"), P("a_bq"), Q("a_Wk"), P("a_bk"), Q("a_Wv"), P("a_bv"), Q("a_Wo"),
+                                 P("a_bo"), P("ln1_gamma"), P("ln1_beta"), Q("f_W1"), P("f_b1"), Q("f_W2"), P("f_b2"),
+                                 P("ln2_gamma"), P("ln2_beta"), y.data());
+    return bert_layer_run(x, P("mask"), P("a_Wq"), P("a_bq"), P("a_Wk"), P("a_bk"), P("a_Wv"), P("a_bv"), P("a_Wo"), P("a_bo"),
+                          P("ln1_gamma"), P("ln1_beta"), P("f_W1"), P("f_b1"), P("f_W2"), P("f_b2"), P("ln2_gamma"),
+                          P("ln2_beta"), y.data());
   };
-  if (const int rc = run(); rc != 0) {
-    std::fprintf(stderr, "run_bert_layer: bert_layer_run failed (%d): %s\n", rc, bert_layer_last_error());
-    return 1;
-  }
 
-  pto::bert_ref::Weights w;
-  for (const auto& [n, v] : f) w[n] = Vec(v.begin(), v.end());
-  const Vec want = pto::bert_ref::layer(w.at("X"), w.at("mask"), w, c);
-  double scale = 0, err = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    scale = std::max(scale, std::fabs(want[i]));
-    err = std::max(err, std::fabs(y[i] - want[i]));
+  bool ok = true;
+  for (const bool bf16 : {false, true}) {
+    const char* name = bf16 ? "layer_bf16" : "layer";
+    if (const int rc = run(bf16, P("X")); rc != 0) {
+      std::fprintf(stderr, "run_bert_layer: bert_%s_run failed (%d): %s\n", name, rc, bert_last_error());
+      return 1;
+    }
+    // The reference gets the weights the kernel got (rounded to bf16 for layer_bf16).
+    pto::bert_ref::Weights w;
+    for (const auto& [n, v] : f) {
+      w[n] = Vec(v.begin(), v.end());
+      if (bf16 && half.count(n))
+        for (double& x : w[n]) x = from_bf16(to_bf16(static_cast<float>(x)));
+    }
+    const Vec want = pto::bert_ref::layer(w.at("X"), w.at("mask"), w, c);
+    double scale = 0, err = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      scale = std::max(scale, std::fabs(want[i]));
+      err = std::max(err, std::fabs(y[i] - want[i]));
+    }
+    // f32 arithmetic end to end: 1e-3 of the output's scale is far above rounding and far below any bug.
+    const bool good = err <= 1e-3 * scale;
+    ok &= good;
+    std::vector<double> ms;
+    for (int i = 0; i < 30; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run(bf16, P("X"));
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("run_bert_layer: libbert %-10s B=1 S=128: max rel err vs float64 %.2e %s; median %.3f ms (min %.3f, max %.3f, 30 runs)\n",
+                name, err / scale, good ? "OK" : "FAILED", ms[ms.size() / 2], ms.front(), ms.back());
   }
-  // f32 end to end: 1e-3 of the output's scale is far above rounding and far below any bug.
-  const bool ok = err <= 1e-3 * scale;
-
-  std::vector<double> ms;
-  for (int i = 0; i < 30; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  std::printf("run_bert_layer: generated libbert_layer, B=1 S=128: max rel err vs float64 %.2e %s; median %.3f ms (min %.3f, max %.3f, 30 runs)\n",
-              err / scale, ok ? "OK" : "FAILED", ms[ms.size() / 2], ms.front(), ms.back());
   // A NULL buffer is reported through the return code, not a crash.
-  const int rc = bert_layer_run(nullptr, P("mask"), P("a_Wq"), P("a_bq"), P("a_Wk"), P("a_bk"), P("a_Wv"), P("a_bv"),
-                                P("a_Wo"), P("a_bo"), P("ln1_gamma"), P("ln1_beta"), P("f_W1"), P("f_b1"), P("f_W2"),
-                                P("f_b2"), P("ln2_gamma"), P("ln2_beta"), y.data());
-  std::printf("run_bert_layer: a NULL input returns %d (%s)\n", rc, rc ? bert_layer_last_error() : "NOT REPORTED");
+  const int rc = run(false, nullptr);
+  std::printf("run_bert_layer: a NULL input returns %d (%s)\n", rc, rc ? bert_last_error() : "NOT REPORTED");
   return ok && rc != 0 ? 0 : 1;
 }
