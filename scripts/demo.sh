@@ -15,6 +15,7 @@ cd "$root"
 bash scripts/build.sh >/dev/null
 build="${PTO_BUILD_DIR:-build}"
 pto="$build/bin/pto"
+export PATH="$root/.venv/bin:$PATH"  # cmake >= 3.28 from the venv
 db="${PTO_TUNING_DB:-.pto/tuning.db}"
 trials="${PTO_DEMO_TRIALS:-10}"
 layer_trials="${PTO_DEMO_LAYER_TRIALS:-4}"
