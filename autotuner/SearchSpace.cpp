@@ -23,6 +23,8 @@ namespace {
 //                    3 the reduction's outer tile outside the pure tiles, the rest as 2
 //   update_tile_a/b/r/c (c: the third-innermost dim, its point loop fully unrolled), update_vectorize, update_unroll_a (as above), update_unroll_b (-1 / 0),
 //   update_parallel  as above, for the reduction's update definition
+//   rfactor          0 none, else the factor (lanes of partial results) of the innermost
+//                    reduction variable; replaces the update knobs (sum/prod/min/max, static extent)
 //   pipeline         0 none, 1 async (stages computed at a consumer)
 //   storage          0 logical type, 1 bf16, 2 f16 (intermediates, only under an accuracy budget)
 constexpr int kPlaceRoot = 0, kPlaceInline = 1, kPlaceAt = 2, kAtLevels = 4;
@@ -133,6 +135,15 @@ void SearchSpace::add_stage_knobs(const Stage& st) {
       if (r >= 2) add("update_unroll_a", {-1, 0, 2, 4});
       add("update_unroll_b", {-1, 0});
       if (t_.cores > 1) add("update_parallel", {0, 1});
+      // Vectorized partial results (rfactor) of the innermost reduction variable.
+      const RVar& rv = st.rvars.back();
+      const bool assoc = *st.reduce != ReduceOp::ArgMin && *st.reduce != ReduceOp::ArgMax;
+      if (assoc && !rv.extent.is_symbolic() && lanes > 1 && !t_.has_device()) {
+        std::vector<int64_t> rf{0};
+        for (const int64_t f : {lanes, 2 * lanes, 4 * lanes})
+          if (f < rv.extent.value && rv.extent.value % f == 0) rf.push_back(f);
+        add("rfactor", rf);
+      }
     }
   }
   // Pipelining is left out of the default space: Halide 21 rejects ring_buffer
@@ -206,6 +217,8 @@ std::vector<Genome> SearchSpace::seeds() const {
     bool swap;             // column tiles outside row tiles
     int mode;              // update_mode of reductions
     bool update_tiles;     // tile the reductions' own pure loops
+    int rf_vectors = 0;    // rfactor reductions by this many vectors (0: no rfactor)
+    bool rows_at = false;  // elementwise producers at the consumer loop too, not inline
   };
   // 1, 3, 5: the register-blocked micro-kernel inside an epilogue's tile (reduction
   // at the epilogue's row-tile loop, reduction loop outermost, rows unrolled,
@@ -214,7 +227,10 @@ std::vector<Genome> SearchSpace::seeds() const {
   // of rows of their consumer, vectorized across those rows.
   const std::vector<Preset> presets = {{6, 4, 1, true, 1, false},  {6, 4, 0, false, 2, true}, {4, 2, 1, true, 1, false},
                                        {8, 2, 0, false, 2, true},  {4, 4, 1, true, 1, false}, {16, 4, 0, false, 1, false},
-                                       {32, 2, 0, false, 0, false}};
+                                       {32, 2, 0, false, 0, false},
+                                       // 8, 9: the default of row-wise normalizations: per row of the output, the
+                                       // row statistics rfactored into vector lanes, the row's values computed once.
+                                       {0, 0, 0, false, 0, false, 2, true}, {0, 0, 0, false, 0, false, 1, true}};
   const int64_t lanes = std::max(1, t_.vector_lanes(DType::F32));
   std::vector<Genome> r;
   for (const Preset& ps : presets) {
@@ -242,8 +258,8 @@ std::vector<Genome> SearchSpace::seeds() const {
         bool epilogue_end = false;
         for (const auto& cons : p_.consumers(k.stage))
           if (p_.stage(cons).reduce && reads_contraction(p_, k.stage)) epilogue_end = true;
-        c = epilogue_end ? -1 : index_of(kPlaceInline);
-        if (c < 0 && st.reduce) c = index_of(kPlaceAt + ps.at_level);
+        c = epilogue_end || ps.rows_at ? -1 : index_of(kPlaceInline);
+        if (c < 0 && (st.reduce || ps.rows_at)) c = index_of(kPlaceAt + ps.at_level);
         if (c < 0) c = 0;
       } else if (n == "tile_a") {
         c = nearest(ps.a);
@@ -265,6 +281,8 @@ std::vector<Genome> SearchSpace::seeds() const {
         c = index_of(ps.mode);
       } else if (n == "update_unroll_a" || n == "update_unroll_b") {
         c = index_of(0);
+      } else if (n == "rfactor") {
+        c = ps.rf_vectors ? nearest(ps.rf_vectors * lanes) : 0;
       } else if (n == "unroll") {
         c = index_of(st.reduce ? 0 : -1);
       }
@@ -357,8 +375,10 @@ Schedule SearchSpace::decode(const Genome& g) const {
       if (!tn.row_point.empty() && u >= 0 && (ta || u > 0 || at)) ls.unroll[tn.row_point] = static_cast<int>(u);
       if (!at && k("parallel", 0)) ls.parallel = {loop_nest(st, ls, false).front().name};
 
-      // Update definition of a reduction.
-      if (st.reduce) {
+      // Update definition of a reduction: rfactor replaces its directives.
+      if (const int64_t rf = st.reduce ? k("rfactor", 0) : 0) {
+        ss.rfactor = RFactor{st.rvars.back().name, static_cast<int>(rf)};
+      } else if (st.reduce) {
         LoopSchedule up;
         const int64_t ua = k("update_tile_a", 0), ub = k("update_tile_b", 0), ur = k("update_tile_r", 0);
         if (ua) up.tile[st.vars[r - 2]] = {ua};

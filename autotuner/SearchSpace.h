@@ -14,7 +14,8 @@
 //   update      for reductions: reduction loops innermost / outermost / between
 //               tile and point loops (register blocking), reduction tile, a tile
 //               of a third dim (conv output channels, unrolled), vector width,
-//               unrolls, parallel
+//               unrolls, parallel; or rfactor (vectorized partial results, see
+//               RFactor in schedules/Schedule.h) by 1, 2 or 4 vectors
 //   pipeline    for stages computed at a consumer: none / async (opt-in, see SearchSpace.cpp)
 //   precision   storage type of intermediates, only when the accuracy budget allows
 // Domains keep only values that fit the static extents; a decoded schedule is
