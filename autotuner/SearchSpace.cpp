@@ -337,7 +337,16 @@ Schedule SearchSpace::decode(const Genome& g) const {
         const StageSchedule& tss = *s.find(target);
         const LoopSchedule none;
         std::vector<Loop> loops = loop_nest(ts, ts.reduce ? (tss.update ? *tss.update : none) : tss.loops, ts.reduce.has_value());
-        std::erase_if(loops, [](const Loop& l) { return l.reduction; });
+        // Not at reduction loops, nor at loops the target splits by a vector
+        // width or unroll factor (validate() rejects those placements).
+        const LoopSchedule& cl = ts.reduce ? (tss.update ? *tss.update : none) : tss.loops;
+        std::erase_if(loops, [&](const Loop& l) {
+          const auto u = cl.unroll.find(l.name);
+          const bool unroll_split = u != cl.unroll.end() && u->second != 0 && !(l.extent == u->second && l.name != l.dim);
+          const bool vector_split = cl.vectorize == l.name && cl.vector_width != 0 &&
+                                    !(l.extent == cl.vector_width && l.name != l.dim);
+          return l.reduction || unroll_split || vector_split;
+        });
         int64_t level = std::min<int64_t>(place - kPlaceAt, static_cast<int64_t>(loops.size()) - 1);
         bool ok = !loops.empty();
         for (const auto& c : cons) {
@@ -372,7 +381,11 @@ Schedule SearchSpace::decode(const Genome& g) const {
         ls.vector_width = static_cast<int>(tb ? std::min(v, tb) : v);
       }
       const int64_t u = k("unroll", -1);
-      if (!tn.row_point.empty() && u >= 0 && (ta || u > 0 || at)) ls.unroll[tn.row_point] = static_cast<int>(u);
+      // A factor must divide a row tile (validate()); one that does not means no unroll.
+      const int64_t rows = r >= 2 ? extent_or(st.shape[r - 2], -1) : -1;  // an untiled root row loop's extent bounds the factor
+      if (!tn.row_point.empty() && u >= 0 && (ta || u > 0 || at) && !(ta && u > 0 && ta % u != 0) &&
+          !(!ta && !at && u > 0 && rows >= 0 && u > rows))
+        ls.unroll[tn.row_point] = static_cast<int>(u);
       if (!at && k("parallel", 0)) ls.parallel = {loop_nest(st, ls, false).front().name};
 
       // Update definition of a reduction: rfactor replaces its directives.
@@ -418,10 +431,11 @@ Schedule SearchSpace::decode(const Genome& g) const {
           up.vector_width = static_cast<int>(width);
         }
         const int64_t uu = k("update_unroll_a", -1);
-        if (!un.row_point.empty() && uu >= 0 && (ua || uu > 0 || at)) up.unroll[un.row_point] = static_cast<int>(uu);
+        if (!un.row_point.empty() && uu >= 0 && (ua || uu > 0 || at) && !(ua && uu > 0 && ua % uu != 0))
+          up.unroll[un.row_point] = static_cast<int>(uu);
         // Fully unrolling the contiguous point loop: the vector registers of a register tile.
         // (Its extent is constant when tiled, or when computed inside a consumer's tile.)
-        if (k("update_unroll_b", -1) == 0 && width && ((ub && ub / width <= 8 && ub / width > 1) || (!ub && at)))
+        if (k("update_unroll_b", -1) == 0 && width && ((ub && ub <= 64 && ub / width <= 8 && ub / width > 1) || (!ub && at)))
           up.unroll[un.innermost_b] = 0;
         if (!at && mode != 1 && k("update_parallel", 0)) {
           for (const Loop& l : loop_nest(st, up, true))
