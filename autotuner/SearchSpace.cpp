@@ -25,7 +25,8 @@ namespace {
 //   update_parallel  as above, for the reduction's update definition
 //   rfactor          0 none, else the factor (lanes of partial results) of the innermost
 //                    reduction variable; replaces the update knobs (sum/prod/min/max, static extent)
-//   pipeline         0 none, 1 async (stages computed at a consumer)
+//   pipeline         0 none, 1 async, 2 async + ring_buffer 2 with storage one loop out
+//                    (stages computed at a consumer)
 //   storage          0 logical type, 1 bf16, 2 f16 (intermediates, only under an accuracy budget)
 constexpr int kPlaceRoot = 0, kPlaceInline = 1, kPlaceAt = 2, kAtLevels = 4;
 
@@ -146,12 +147,15 @@ void SearchSpace::add_stage_knobs(const Stage& st) {
       }
     }
   }
-  // Pipelining is left out of the default space: Halide 21 rejects ring_buffer
-  // unless storage is hoisted (hoist_storage), which the schedule format cannot
-  // express, and async producers at a consumer loop crashed the generated code
-  // in about a third of the trials that used them (softmax, recorded as
-  // crashes): wasted trials on 2 cores. SearchSpaceOptions::pipelining brings async back.
-  if (!out && has_consumers && o_.pipelining) add("pipeline", {0, 1});
+  // Pipelining of a stage computed at a consumer loop: async, or async with a
+  // double buffer (ring_buffer 2) whose storage is hoisted one loop out (Halide
+  // 21 requires a ring buffer's storage above its compute level; validate()
+  // checks it, and rejects hoisting across a parallel loop). Async producers
+  // once crashed a third of softmax trials; with the placement rules of
+  // validate() no crash was found again (81 random softmax / layer_norm /
+  // attention schedules with every computed-at stage async, and tiled
+  // producers at tile loops, all matching the f64 reference: test_pipelining.cpp).
+  if (!out && has_consumers && o_.pipelining) add("pipeline", {0, 1, 2});
   if (!out && is_float(st.dtype) && o_.max_rel_error > 0) {
     // bf16 keeps 8 significant bits (relative rounding 2^-9 ~ 2e-3), f16 11 (2^-12 ~ 2.4e-4):
     // offered only where the budget leaves room for a few such roundings to compound.
@@ -321,6 +325,7 @@ Schedule SearchSpace::decode(const Genome& g) const {
       continue;
     }
     bool at = false;
+    Placement hoist;
     if (place >= kPlaceAt) {
       // The target: the resolved consumer downstream of all others; every other
       // resolved consumer must itself be computed inside that target's loops.
@@ -359,6 +364,8 @@ Schedule SearchSpace::decode(const Genome& g) const {
         if (ok) {
           ss.compute = {Placement::Kind::At, target, loops[static_cast<size_t>(level)].name};
           at = true;
+          // A ring buffer's storage: one loop further out (or root), folded over the compute loop.
+          hoist = level > 0 ? Placement{Placement::Kind::At, target, loops[static_cast<size_t>(level - 1)].name} : Placement{};
         }
       }
     }
@@ -450,6 +457,10 @@ Schedule SearchSpace::decode(const Genome& g) const {
     if (at) {
       const int64_t pl = k("pipeline", 0);
       ss.pipeline.async = pl >= 1;
+      if (pl == 2) {
+        ss.pipeline.ring_buffer = 2;  // double-buffered: the producer fills the next slice while the consumer reads one
+        ss.store = hoist;
+      }
     }
     const int64_t storage = k("storage", 0);
     if (storage == 1) ss.precision.storage = DType::BF16;

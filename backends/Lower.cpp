@@ -550,6 +550,9 @@ class Lowering {
     for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it)
       if (it->name != rf.rvar) order.emplace_back(Halide::RVar(it->name));
     intm.update(0).reorder(order).vectorize(lane);
+    // The stage's own update now reduces `factor` lanes; it needs no
+    // directives (and Halide would warn on every compile that it has none).
+    if (!red.update(0).get_schedule().touched()) red.update(0).unscheduled();
   }
 
   void map_to_gpu(Halide::Stage hs, const StageSchedule& ss) {

@@ -463,6 +463,13 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
     // Pipelining.
     if ((ss.pipeline.ring_buffer || ss.pipeline.async) && ss.compute.kind != Placement::Kind::At)
       throw ScheduleError(where + ": ring_buffer and async need the stage computed at a consumer loop");
+    // Halide folds a ring buffer's storage across the iterations of the loops
+    // between its storage and its computation, so the storage must be hoisted
+    // out ("has matching store_at and hoist_storage levels" otherwise).
+    if (ss.pipeline.ring_buffer && s.options.opt_level != 0 && (!ss.store || *ss.store == ss.compute))
+      throw ScheduleError(where + ": ring_buffer " + std::to_string(ss.pipeline.ring_buffer) +
+                          " needs its storage hoisted out of the loop it is computed at; set \"store\" to \"root\" "
+                          "or to a loop enclosing " + ss.compute.stage + "." + ss.compute.loop);
     for (const Prefetch& f : ss.pipeline.prefetch) {
       const auto reads = st.reads();
       if (std::find(reads.begin(), reads.end(), f.tensor) == reads.end())
