@@ -25,8 +25,8 @@ namespace {
 //   update_parallel  as above, for the reduction's update definition
 //   rfactor          0 none, else the factor (lanes of partial results) of the innermost
 //                    reduction variable; replaces the update knobs (sum/prod/min/max, static extent)
-//   pipeline         0 none, 1 async, 2 async + ring_buffer 2 with storage one loop out
-//                    (stages computed at a consumer)
+//   pipeline         0 none, 1 async, 2 (opt-in, pure stages) async + ring_buffer 2 with
+//                    storage one loop out (stages computed at a consumer)
 //   storage          0 logical type, 1 bf16, 2 f16 (intermediates, only under an accuracy budget)
 constexpr int kPlaceRoot = 0, kPlaceInline = 1, kPlaceAt = 2, kAtLevels = 4;
 
@@ -147,15 +147,17 @@ void SearchSpace::add_stage_knobs(const Stage& st) {
       }
     }
   }
-  // Pipelining of a stage computed at a consumer loop: async, or async with a
-  // double buffer (ring_buffer 2) whose storage is hoisted one loop out (Halide
-  // 21 requires a ring buffer's storage above its compute level; validate()
-  // checks it, and rejects hoisting across a parallel loop). Async producers
-  // once crashed a third of softmax trials; with the placement rules of
-  // validate() no crash was found again (81 random softmax / layer_norm /
-  // attention schedules with every computed-at stage async, and tiled
-  // producers at tile loops, all matching the f64 reference: test_pipelining.cpp).
-  if (!out && has_consumers && o_.pipelining) add("pipeline", {0, 1, 2});
+  // Pipelining of a stage computed at a consumer loop: async. Async producers
+  // once crashed a third of softmax trials; under the placement rules of
+  // validate() none did again (81 random softmax / layer_norm / attention
+  // schedules with every computed-at stage async, and tiled producers at tile
+  // loops, all matching the f64 reference: test_pipelining.cpp).
+  // SearchSpaceOptions::ring_buffers adds async + ring_buffer 2 with storage
+  // hoisted one loop out (pure stages only): in bench_tune's softmax and
+  // layer_norm searches, such double buffers deadlocked (run timeouts) when
+  // another stage was computed inside them or beside them async, so they are
+  // opt-in until those shapes are characterized.
+  if (!out && has_consumers && o_.pipelining) add("pipeline", o_.ring_buffers && !st.reduce ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{0, 1});
   if (!out && is_float(st.dtype) && o_.max_rel_error > 0) {
     // bf16 keeps 8 significant bits (relative rounding 2^-9 ~ 2e-3), f16 11 (2^-12 ~ 2.4e-4):
     // offered only where the budget leaves room for a few such roundings to compound.
@@ -457,7 +459,7 @@ Schedule SearchSpace::decode(const Genome& g) const {
     if (at) {
       const int64_t pl = k("pipeline", 0);
       ss.pipeline.async = pl >= 1;
-      if (pl == 2) {
+      if (pl == 2 && !st.reduce) {
         ss.pipeline.ring_buffer = 2;  // double-buffered: the producer fills the next slice while the consumer reads one
         ss.store = hoist;
       }

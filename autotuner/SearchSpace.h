@@ -16,7 +16,7 @@
 //               of a third dim (conv output channels, unrolled), vector width,
 //               unrolls, parallel; or rfactor (vectorized partial results, see
 //               RFactor in schedules/Schedule.h) by 1, 2 or 4 vectors
-//   pipeline    for stages computed at a consumer: none / async / async + ring_buffer 2
+//   pipeline    for stages computed at a consumer: none / async (/ async + ring_buffer 2, opt-in)
 //   precision   storage type of intermediates, only when the accuracy budget allows
 // Domains keep only values that fit the static extents; a decoded schedule is
 // still validated (validate()) before it is measured.
@@ -45,8 +45,11 @@ struct SearchSpaceOptions {
   // Largest relative error (to the output's largest magnitude) a candidate may
   // have; 0 = exact f32, which keeps every stage at its logical precision.
   double max_rel_error = 0;
-  // Offer `async` and double buffering for stages computed at a consumer loop (see SearchSpace.cpp).
+  // Offer `async` for stages computed at a consumer loop (see SearchSpace.cpp).
   bool pipelining = true;
+  // Also offer double buffers (async + ring_buffer 2, storage hoisted one loop
+  // out) for pure stages; off by default (deadlocks seen, see SearchSpace.cpp).
+  bool ring_buffers = false;
 };
 
 class SearchSpace {

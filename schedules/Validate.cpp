@@ -466,6 +466,12 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
     // Halide folds a ring buffer's storage across the iterations of the loops
     // between its storage and its computation, so the storage must be hoisted
     // out ("has matching store_at and hoist_storage levels" otherwise).
+    // A reduction's update accumulates into the storage that the ring buffer
+    // folds: Halide 21 computed wrong rows (softmax's row sum, layer_norm's
+    // mean and variance with ring_buffer 2, found by bench_tune's search).
+    if (ss.pipeline.ring_buffer && st.reduce)
+      throw ScheduleError(where + ": ring_buffer on a reduction (its update accumulates into the folded storage, which "
+                          "Halide 21 miscomputes); use async alone, or a ring buffer on a pure producer stage");
     if (ss.pipeline.ring_buffer && s.options.opt_level != 0 && (!ss.store || *ss.store == ss.compute))
       throw ScheduleError(where + ": ring_buffer " + std::to_string(ss.pipeline.ring_buffer) +
                           " needs its storage hoisted out of the loop it is computed at; set \"store\" to \"root\" "

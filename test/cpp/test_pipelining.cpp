@@ -64,6 +64,15 @@ TEST_CASE("pipelining: async and double-buffered producers at tile loops match f
       // exp in f32 of inputs rounded to f32: a few ulp, well within 1e-6 relative.
       for (int rep = 0; rep < 5; ++rep) CHECK(tolerance_ratio(run_f32(k, in)[0], want, 1e-6, 1e-7) <= 1.0);
     }
+  // Not on a reduction: Halide 21 computed wrong rows (softmax's row sum with ring_buffer 2).
+  {
+    const Program sm = make_workload("softmax", {{"R", 8}, {"C", 64}});
+    Schedule s;
+    s["Y_sum"].compute = {Placement::Kind::At, "Y", "i0"};
+    s["Y_sum"].store = Placement{};
+    s["Y_sum"].pipeline.ring_buffer = 2;
+    CHECK_THROWS_WITH(validate(sm, s, &t), Contains("stage 'Y_sum': ring_buffer on a reduction"));
+  }
   // A ring buffer needs its storage above its compute level.
   CHECK_THROWS_WITH(validate(p, schedule(false, R"("compute": {"at": "Y", "loop": "j_o"}, "pipeline": {"async": true, "ring_buffer": 2})"), &t),
                     Contains("stage 'e': ring_buffer 2 needs its storage hoisted out of the loop it is computed at") &&
@@ -101,12 +110,20 @@ TEST_CASE("pipelining: random schedules with every computed-at stage async match
   }
 }
 
-TEST_CASE("pipelining: the search space offers async and double buffers, and they decode to valid schedules", "[pipelining][tuner]") {
+TEST_CASE("pipelining: the search space offers async (double buffers opt-in), and they decode to valid schedules", "[pipelining][tuner]") {
   const Target t = parse_target("host");
   const Program p = make_workload("softmax", {{"R", 16}, {"C", 768}});
-  const tuner::SearchSpace space(p, t);
+  const tuner::SearchSpace plain(p, t);
+  for (const auto& k : plain.knobs())
+    if (k.name == "pipeline") CHECK(k.values == std::vector<int64_t>{0, 1});  // async by default
+  tuner::SearchSpaceOptions so;
+  so.ring_buffers = true;
+  const tuner::SearchSpace space(p, t, so);
   bool knob = false;
-  for (const auto& k : space.knobs()) knob |= k.name == "pipeline" && k.values == std::vector<int64_t>{0, 1, 2};
+  for (const auto& k : space.knobs()) {
+    knob |= k.name == "pipeline" && k.values == std::vector<int64_t>{0, 1, 2};
+    if (k.name == "pipeline" && p.stage(k.stage).reduce) CHECK(k.values == std::vector<int64_t>{0, 1});  // never on reductions
+  }
   CHECK(knob);
   std::mt19937_64 rng(5);
   int rings = 0;
