@@ -48,7 +48,7 @@ struct SearchSpaceOptions {
   // Offer `async` for stages computed at a consumer loop (see SearchSpace.cpp).
   bool pipelining = true;
   // Also offer double buffers (async + ring_buffer 2, storage hoisted one loop
-  // out) for pure stages; off by default (deadlocks seen, see SearchSpace.cpp).
+  // out) for pure stages; off by default (run timeouts seen, see SearchSpace.cpp).
   bool ring_buffers = false;
 };
 
