@@ -183,6 +183,40 @@ TEST_CASE("tune: faults are recorded and the search goes on; a fixed seed repeat
   CHECK(second == first);
 }
 
+TEST_CASE("tune: a resume measures a new default schedule, so best_schedule can trust the records", "[tuner][measure][db]") {
+  const Target t = parse_target("host");
+  const Program p = small_matmul();
+  const WorkloadKey key = WorkloadKey::of(p, t, 0);
+  TuneOptions o;
+  o.trials = 3;
+  o.strategy = "random";
+  o.measure = quick();
+  o.db_path = temp_path("newdefault.db");
+  tune(p, t, o);
+  // Pretend the records came from an older release whose default was another
+  // schedule: store a plain-schedule record as "the default" in a fresh DB.
+  const std::string old_db = temp_path("olddefault.db");
+  {
+    TuningDB src(o.db_path), dst(old_db);
+    for (TrialRecord r : src.trials(key)) {
+      if (r.strategy == "default") r.schedule_json = schedule_to_json_string(plain_schedule(p), -1);
+      dst.add_trial(key, p, r);
+    }
+  }
+  std::string source;
+  CHECK(best_schedule(old_db, p, t, &source) == default_schedule(p, t));
+  CHECK_THAT(source, Contains("run `pto tune"));
+  // The trials are used up (3 of 3), yet the rerun measures today's default.
+  o.db_path = old_db;
+  const TuneResult r = tune(p, t, o);
+  CHECK(r.measured == 1);
+  REQUIRE(r.history.size() == 4);
+  CHECK(r.history.back().strategy == "default");
+  CHECK(r.history.back().schedule_json == schedule_to_json_string(default_schedule(p, t), -1));
+  best_schedule(old_db, p, t, &source);
+  CHECK_THAT(source, !Contains("not measured against the current default"));
+}
+
 TEST_CASE("pto tune: kill -9 loses no committed trial, and a rerun resumes", "[tuner][measure][cli]") {
   const std::string exe = default_worker_exe();
   const std::string db = temp_path("kill.db");
