@@ -94,6 +94,24 @@ TEST_CASE("rfactor: a reduction over two variables, a total and a contraction", 
   }
 }
 
+TEST_CASE("rfactor: with a wider accumulator than the storage, and inside a consumer", "[rfactor]") {
+  // r(i) = sum_j X(i, j) stored in bf16, accumulated in f32 (its own accumulator Func,
+  // which rfactor splits), computed per row of its consumer y(i) = 2 r(i).
+  Program p("narrow");
+  const Tensor x = p.input("X", {6, 128});
+  const Tensor r = p.define_reduce("r", {"i"}, {6}, ReduceOp::Sum, {{"j", Dim(128)}}, x(var("i"), var("j")),
+                                   OpKind::Reduction, "reduce");
+  p.output(p.define("y", {"i"}, {6}, r(var("i")) * 2.0, OpKind::Elementwise, "mul"));
+  Schedule s = with_rfactor("r", "j", 32);
+  s["r"].precision.storage = DType::BF16;
+  s["r"].precision.accumulate = DType::F32;
+  s["r"].compute = {Placement::Kind::At, "y", "i"};
+  std::mt19937 rng(15);
+  // bf16 storage rounds |2 r| <= 256 to 2^-9 relative (3.9e-3 with margin); the f32
+  // sum of 128 terms adds 128 * 2^-24 * 128 * 2 = 2e-3 absolute.
+  CHECK(check(p, s, {{"X", random_tensor({6, 128}, rng)}}, 3.9e-3, 2e-3) <= 1.0);
+}
+
 TEST_CASE("rfactor: softmax and layer_norm defaults use it and match float64", "[rfactor]") {
   const Target t = parse_target("host");
   std::mt19937 rng(13);
