@@ -5,7 +5,10 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "autotuner/Worker.h"
@@ -104,30 +107,35 @@ std::vector<CompareRow> compare(const Program& p, const Target& t,
   const double flops = program_flops(p);
   // `first_s`: how long the checked first run took. A very slow implementation
   // (seconds per run) is timed with fewer repetitions, the first run being its warm-up.
-  auto finish_row = [&](CompareRow& row, const std::vector<std::vector<float>>& got, const std::function<void()>& run,
+  // Checked rows are timed after all of them are compiled, in interleaved
+  // rounds (see CompareOptions::rounds): `runs[i]` runs row i again.
+  std::vector<std::function<void()>> runs;
+  std::vector<double> first_runs;
+  std::vector<CompareRow> rows;
+  auto finish_row = [&](CompareRow& row, const std::vector<std::vector<float>>& got, std::function<void()> run,
                         double first_s) {
     row.max_rel_error = max_rel_error(got, reference);
     if (!(row.max_rel_error <= o.tolerance)) {
       row.error = "wrong result: relative error " + std::to_string(row.max_rel_error);
       return;
     }
-    const bool slow = first_s > 1.0;
-    row.time = time_it(run, slow ? 0 : o.warmup, slow ? 1 : o.min_reps, slow ? 0 : o.min_seconds);
-    row.gflops = flops / (row.time.median_ms * 1e6);
+    runs.resize(rows.size() + 1);
+    first_runs.resize(rows.size() + 1);
+    runs[rows.size()] = std::move(run);
+    first_runs[rows.size()] = first_s;
     row.ok = true;
   };
 
-  std::vector<CompareRow> rows;
   for (const auto& [name, s] : schedules) {
     CompareRow row;
     row.impl = name;
     try {
-      const Kernel k(p, s, t);
-      auto outs = fresh_outputs();
-      const auto out_refs = refs_of(outs);
+      const auto k = std::make_shared<const Kernel>(p, s, t);
+      auto outs = std::make_shared<std::vector<std::vector<float>>>(fresh_outputs());
+      const auto out_refs = refs_of(*outs);
       const auto t0 = std::chrono::steady_clock::now();
-      k.run(ins, out_refs);
-      finish_row(row, outs, [&] { k.run(ins, out_refs); }, seconds_since(t0));
+      k->run(ins, out_refs);
+      finish_row(row, *outs, [k, outs, out_refs, &ins] { k->run(ins, out_refs); }, seconds_since(t0));
     } catch (const Error& e) {
       row.error = e.what();
     }
@@ -138,9 +146,19 @@ std::vector<CompareRow> compare(const Program& p, const Target& t,
     row.impl = "halide-" + lower_case(name);
     try {
       load_plugin(name);
-      LoweredPipeline lp = lower(p, Schedule{}, t, {true});
-      std::vector<Halide::Buffer<>> in_bufs, out_bufs;
-      auto outs = fresh_outputs();
+      // Kept alive for the timing rounds: the pipeline, its output storage and buffers.
+      struct Compiled {
+        LoweredPipeline lp;
+        std::vector<std::vector<float>> outs;
+        std::vector<Halide::Buffer<>> out_bufs;
+        std::optional<Halide::Realization> real;
+      };
+      const auto c = std::make_shared<Compiled>();
+      c->lp = lower(p, Schedule{}, t, {true});
+      c->outs = fresh_outputs();
+      LoweredPipeline& lp = c->lp;
+      auto& outs = c->outs;
+      auto& out_bufs = c->out_bufs;
       auto halide_dims = [](std::vector<int64_t> d) {
         std::vector<int> r(d.rbegin(), d.rend());
         return r;
@@ -157,13 +175,13 @@ std::vector<CompareRow> compare(const Program& p, const Target& t,
         lp.pipeline.compile_jit(lp.target);
         return 0;
       });
-      Halide::Realization real(out_bufs);
+      c->real.emplace(out_bufs);
       const auto t0 = std::chrono::steady_clock::now();
       with_halide_errors("running the " + name + " schedule", [&] {
-        lp.pipeline.realize(real, lp.target);
+        lp.pipeline.realize(*c->real, lp.target);
         return 0;
       });
-      finish_row(row, outs, [&] { lp.pipeline.realize(real, lp.target); }, seconds_since(t0));
+      finish_row(row, outs, [c] { c->lp.pipeline.realize(*c->real, c->lp.target); }, seconds_since(t0));
     } catch (const Error& e) {
       row.error = e.what();
     } catch (const Halide::Error& e) {
@@ -171,6 +189,34 @@ std::vector<CompareRow> compare(const Program& p, const Target& t,
     }
     rows.push_back(row);
   }
+
+  // Interleaved rounds: a burst of load from other processes then hits one
+  // round of every implementation instead of all repetitions of one. Each
+  // row reports its best round (lowest median), the overall min and max.
+  const int rounds = std::max(1, o.rounds);
+  for (int round = 0; round < rounds; ++round)
+    for (size_t i = 0; i < rows.size(); ++i) {
+      CompareRow& row = rows[i];
+      if (!row.ok) continue;
+      // A very slow implementation (seconds per run) is timed once, its checked first run as the warm-up.
+      const bool slow = first_runs[i] > 1.0;
+      if (slow && round > 0) continue;
+      const TimingStats ts = slow ? time_it(runs[i], 0, 1, 0)
+                                  : time_it(runs[i], o.warmup, o.min_reps, o.min_seconds / rounds, o.max_reps);
+      if (round == 0 || ts.median_ms < row.time.median_ms) {
+        const double lo = round == 0 ? ts.min_ms : std::min(row.time.min_ms, ts.min_ms);
+        const double hi = round == 0 ? ts.max_ms : std::max(row.time.max_ms, ts.max_ms);
+        const int reps = row.time.reps + ts.reps;
+        row.time = ts;
+        row.time.min_ms = lo, row.time.max_ms = hi, row.time.reps = reps;
+      } else {
+        row.time.min_ms = std::min(row.time.min_ms, ts.min_ms);
+        row.time.max_ms = std::max(row.time.max_ms, ts.max_ms);
+        row.time.reps += ts.reps;
+      }
+    }
+  for (CompareRow& row : rows)
+    if (row.ok) row.gflops = flops / (row.time.median_ms * 1e6);
   return rows;
 }
 

@@ -1,4 +1,5 @@
 #include "autotuner/Measurer.h"
+#include "autotuner/WorkDir.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -181,9 +182,10 @@ Measurer::Measurer(const Program& p, const Target& t, MeasureOptions o) : p_(p),
     throw Error("measurer: worker executable '" + o_.worker_exe + "' is missing or not executable");
   // Writing "go" to a worker that just died must not kill the tuner.
   std::signal(SIGPIPE, SIG_IGN);
-  std::string tmpl = (std::filesystem::temp_directory_path() / "pto-tune-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) throw Error(std::string("measurer: cannot create a temporary directory: ") + std::strerror(errno));
-  dir_ = tmpl;
+  // Directories of tuners killed with -9 first (their pid no longer runs).
+  const std::string tmp = std::filesystem::temp_directory_path().string();
+  clean_stale_work_dirs(tmp);
+  dir_ = make_work_dir(tmp);
   const json cfg = {{"program", program_to_json(p_)}, {"target", t_.name},          {"input_seed", seed_of(p_)},
                     {"tolerance", o_.tolerance},        {"warmup", o_.warmup},        {"min_reps", o_.min_reps},
                     {"max_reps", o_.max_reps},          {"min_seconds", o_.min_seconds}};
@@ -191,8 +193,7 @@ Measurer::Measurer(const Program& p, const Target& t, MeasureOptions o) : p_(p),
 }
 
 Measurer::~Measurer() {
-  std::error_code ec;
-  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  if (!dir_.empty()) remove_work_dir(dir_);
 }
 
 void Measurer::prepare() {

@@ -23,7 +23,10 @@ namespace {
 //                    3 the reduction's outer tile outside the pure tiles, the rest as 2
 //   update_tile_a/b/r/c (c: the third-innermost dim, its point loop fully unrolled), update_vectorize, update_unroll_a (as above), update_unroll_b (-1 / 0),
 //   update_parallel  as above, for the reduction's update definition
-//   pipeline         0 none, 1 async (stages computed at a consumer)
+//   rfactor          0 none, else the factor (lanes of partial results) of the innermost
+//                    reduction variable; replaces the update knobs (sum/prod/min/max, static extent)
+//   pipeline         0 none, 1 async, 2 (opt-in, pure stages) async + ring_buffer 2 with
+//                    storage one loop out (stages computed at a consumer)
 //   storage          0 logical type, 1 bf16, 2 f16 (intermediates, only under an accuracy budget)
 constexpr int kPlaceRoot = 0, kPlaceInline = 1, kPlaceAt = 2, kAtLevels = 4;
 
@@ -133,14 +136,29 @@ void SearchSpace::add_stage_knobs(const Stage& st) {
       if (r >= 2) add("update_unroll_a", {-1, 0, 2, 4});
       add("update_unroll_b", {-1, 0});
       if (t_.cores > 1) add("update_parallel", {0, 1});
+      // Vectorized partial results (rfactor) of the innermost reduction variable.
+      const RVar& rv = st.rvars.back();
+      const bool assoc = *st.reduce != ReduceOp::ArgMin && *st.reduce != ReduceOp::ArgMax;
+      if (assoc && !rv.extent.is_symbolic() && lanes > 1 && !t_.has_device()) {
+        std::vector<int64_t> rf{0};
+        for (const int64_t f : {lanes, 2 * lanes, 4 * lanes})
+          if (f < rv.extent.value && rv.extent.value % f == 0) rf.push_back(f);
+        add("rfactor", rf);
+      }
     }
   }
-  // Pipelining is left out of the default space: Halide 21 rejects ring_buffer
-  // unless storage is hoisted (hoist_storage), which the schedule format cannot
-  // express, and async producers at a consumer loop crashed the generated code
-  // in about a third of the trials that used them (softmax, recorded as
-  // crashes): wasted trials on 2 cores. SearchSpaceOptions::pipelining brings async back.
-  if (!out && has_consumers && o_.pipelining) add("pipeline", {0, 1});
+  // Pipelining of a stage computed at a consumer loop: async. Async producers
+  // once crashed a third of softmax trials; under the placement rules of
+  // validate() none did again (81 random softmax / layer_norm / attention
+  // schedules with every computed-at stage async, and tiled producers at tile
+  // loops, all matching the f64 reference: test_pipelining.cpp).
+  // SearchSpaceOptions::ring_buffers adds async + ring_buffer 2 with storage
+  // hoisted one loop out (pure stages only; on reductions Halide 21 computed
+  // wrong rows, which validate() now rejects): in bench_tune's softmax search
+  // two such double-buffered `exp` stages, with a reduction computed inside
+  // them or beside them async, ran into the run timeout (a deadlock or a very
+  // slow schedule: not characterized yet), so they are opt-in.
+  if (!out && has_consumers && o_.pipelining) add("pipeline", o_.ring_buffers && !st.reduce ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{0, 1});
   if (!out && is_float(st.dtype) && o_.max_rel_error > 0) {
     // bf16 keeps 8 significant bits (relative rounding 2^-9 ~ 2e-3), f16 11 (2^-12 ~ 2.4e-4):
     // offered only where the budget leaves room for a few such roundings to compound.
@@ -206,6 +224,8 @@ std::vector<Genome> SearchSpace::seeds() const {
     bool swap;             // column tiles outside row tiles
     int mode;              // update_mode of reductions
     bool update_tiles;     // tile the reductions' own pure loops
+    int rf_vectors = 0;    // rfactor reductions by this many vectors (0: no rfactor)
+    bool rows_at = false;  // elementwise producers at the consumer loop too, not inline
   };
   // 1, 3, 5: the register-blocked micro-kernel inside an epilogue's tile (reduction
   // at the epilogue's row-tile loop, reduction loop outermost, rows unrolled,
@@ -214,7 +234,10 @@ std::vector<Genome> SearchSpace::seeds() const {
   // of rows of their consumer, vectorized across those rows.
   const std::vector<Preset> presets = {{6, 4, 1, true, 1, false},  {6, 4, 0, false, 2, true}, {4, 2, 1, true, 1, false},
                                        {8, 2, 0, false, 2, true},  {4, 4, 1, true, 1, false}, {16, 4, 0, false, 1, false},
-                                       {32, 2, 0, false, 0, false}};
+                                       {32, 2, 0, false, 0, false},
+                                       // 8, 9: the default of row-wise normalizations: per row of the output, the
+                                       // row statistics rfactored into vector lanes, the row's values computed once.
+                                       {0, 0, 0, false, 0, false, 2, true}, {0, 0, 0, false, 0, false, 1, true}};
   const int64_t lanes = std::max(1, t_.vector_lanes(DType::F32));
   std::vector<Genome> r;
   for (const Preset& ps : presets) {
@@ -242,8 +265,8 @@ std::vector<Genome> SearchSpace::seeds() const {
         bool epilogue_end = false;
         for (const auto& cons : p_.consumers(k.stage))
           if (p_.stage(cons).reduce && reads_contraction(p_, k.stage)) epilogue_end = true;
-        c = epilogue_end ? -1 : index_of(kPlaceInline);
-        if (c < 0 && st.reduce) c = index_of(kPlaceAt + ps.at_level);
+        c = epilogue_end || ps.rows_at ? -1 : index_of(kPlaceInline);
+        if (c < 0 && (st.reduce || ps.rows_at)) c = index_of(kPlaceAt + ps.at_level);
         if (c < 0) c = 0;
       } else if (n == "tile_a") {
         c = nearest(ps.a);
@@ -265,6 +288,8 @@ std::vector<Genome> SearchSpace::seeds() const {
         c = index_of(ps.mode);
       } else if (n == "update_unroll_a" || n == "update_unroll_b") {
         c = index_of(0);
+      } else if (n == "rfactor") {
+        c = ps.rf_vectors ? nearest(ps.rf_vectors * lanes) : 0;
       } else if (n == "unroll") {
         c = index_of(st.reduce ? 0 : -1);
       }
@@ -303,6 +328,7 @@ Schedule SearchSpace::decode(const Genome& g) const {
       continue;
     }
     bool at = false;
+    Placement hoist;
     if (place >= kPlaceAt) {
       // The target: the resolved consumer downstream of all others; every other
       // resolved consumer must itself be computed inside that target's loops.
@@ -319,7 +345,16 @@ Schedule SearchSpace::decode(const Genome& g) const {
         const StageSchedule& tss = *s.find(target);
         const LoopSchedule none;
         std::vector<Loop> loops = loop_nest(ts, ts.reduce ? (tss.update ? *tss.update : none) : tss.loops, ts.reduce.has_value());
-        std::erase_if(loops, [](const Loop& l) { return l.reduction; });
+        // Not at reduction loops, nor at loops the target splits by a vector
+        // width or unroll factor (validate() rejects those placements).
+        const LoopSchedule& cl = ts.reduce ? (tss.update ? *tss.update : none) : tss.loops;
+        std::erase_if(loops, [&](const Loop& l) {
+          const auto u = cl.unroll.find(l.name);
+          const bool unroll_split = u != cl.unroll.end() && u->second != 0 && !(l.extent == u->second && l.name != l.dim);
+          const bool vector_split = cl.vectorize == l.name && cl.vector_width != 0 &&
+                                    !(l.extent == cl.vector_width && l.name != l.dim);
+          return l.reduction || unroll_split || vector_split;
+        });
         int64_t level = std::min<int64_t>(place - kPlaceAt, static_cast<int64_t>(loops.size()) - 1);
         bool ok = !loops.empty();
         for (const auto& c : cons) {
@@ -332,6 +367,8 @@ Schedule SearchSpace::decode(const Genome& g) const {
         if (ok) {
           ss.compute = {Placement::Kind::At, target, loops[static_cast<size_t>(level)].name};
           at = true;
+          // A ring buffer's storage: one loop further out (or root), folded over the compute loop.
+          hoist = level > 0 ? Placement{Placement::Kind::At, target, loops[static_cast<size_t>(level - 1)].name} : Placement{};
         }
       }
     }
@@ -354,11 +391,17 @@ Schedule SearchSpace::decode(const Genome& g) const {
         ls.vector_width = static_cast<int>(tb ? std::min(v, tb) : v);
       }
       const int64_t u = k("unroll", -1);
-      if (!tn.row_point.empty() && u >= 0 && (ta || u > 0 || at)) ls.unroll[tn.row_point] = static_cast<int>(u);
+      // A factor must divide a row tile (validate()); one that does not means no unroll.
+      const int64_t rows = r >= 2 ? extent_or(st.shape[r - 2], -1) : -1;  // an untiled root row loop's extent bounds the factor
+      if (!tn.row_point.empty() && u >= 0 && (ta || u > 0 || at) && !(ta && u > 0 && ta % u != 0) &&
+          !(!ta && !at && u > 0 && rows >= 0 && u > rows))
+        ls.unroll[tn.row_point] = static_cast<int>(u);
       if (!at && k("parallel", 0)) ls.parallel = {loop_nest(st, ls, false).front().name};
 
-      // Update definition of a reduction.
-      if (st.reduce) {
+      // Update definition of a reduction: rfactor replaces its directives.
+      if (const int64_t rf = st.reduce ? k("rfactor", 0) : 0) {
+        ss.rfactor = RFactor{st.rvars.back().name, static_cast<int>(rf)};
+      } else if (st.reduce) {
         LoopSchedule up;
         const int64_t ua = k("update_tile_a", 0), ub = k("update_tile_b", 0), ur = k("update_tile_r", 0);
         if (ua) up.tile[st.vars[r - 2]] = {ua};
@@ -398,10 +441,11 @@ Schedule SearchSpace::decode(const Genome& g) const {
           up.vector_width = static_cast<int>(width);
         }
         const int64_t uu = k("update_unroll_a", -1);
-        if (!un.row_point.empty() && uu >= 0 && (ua || uu > 0 || at)) up.unroll[un.row_point] = static_cast<int>(uu);
+        if (!un.row_point.empty() && uu >= 0 && (ua || uu > 0 || at) && !(ua && uu > 0 && ua % uu != 0))
+          up.unroll[un.row_point] = static_cast<int>(uu);
         // Fully unrolling the contiguous point loop: the vector registers of a register tile.
         // (Its extent is constant when tiled, or when computed inside a consumer's tile.)
-        if (k("update_unroll_b", -1) == 0 && width && ((ub && ub / width <= 8 && ub / width > 1) || (!ub && at)))
+        if (k("update_unroll_b", -1) == 0 && width && ((ub && ub <= 64 && ub / width <= 8 && ub / width > 1) || (!ub && at)))
           up.unroll[un.innermost_b] = 0;
         if (!at && mode != 1 && k("update_parallel", 0)) {
           for (const Loop& l : loop_nest(st, up, true))
@@ -416,6 +460,10 @@ Schedule SearchSpace::decode(const Genome& g) const {
     if (at) {
       const int64_t pl = k("pipeline", 0);
       ss.pipeline.async = pl >= 1;
+      if (pl == 2 && !st.reduce) {
+        ss.pipeline.ring_buffer = 2;  // double-buffered: the producer fills the next slice while the consumer reads one
+        ss.store = hoist;
+      }
     }
     const int64_t storage = k("storage", 0);
     if (storage == 1) ss.precision.storage = DType::BF16;

@@ -14,8 +14,9 @@
 //   update      for reductions: reduction loops innermost / outermost / between
 //               tile and point loops (register blocking), reduction tile, a tile
 //               of a third dim (conv output channels, unrolled), vector width,
-//               unrolls, parallel
-//   pipeline    for stages computed at a consumer: none / async (opt-in, see SearchSpace.cpp)
+//               unrolls, parallel; or rfactor (vectorized partial results, see
+//               RFactor in schedules/Schedule.h) by 1, 2 or 4 vectors
+//   pipeline    for stages computed at a consumer: none / async (/ async + ring_buffer 2, opt-in)
 //   precision   storage type of intermediates, only when the accuracy budget allows
 // Domains keep only values that fit the static extents; a decoded schedule is
 // still validated (validate()) before it is measured.
@@ -45,7 +46,10 @@ struct SearchSpaceOptions {
   // have; 0 = exact f32, which keeps every stage at its logical precision.
   double max_rel_error = 0;
   // Offer `async` for stages computed at a consumer loop (see SearchSpace.cpp).
-  bool pipelining = false;
+  bool pipelining = true;
+  // Also offer double buffers (async + ring_buffer 2, storage hoisted one loop
+  // out) for pure stages; off by default (run timeouts seen, see SearchSpace.cpp).
+  bool ring_buffers = false;
 };
 
 class SearchSpace {

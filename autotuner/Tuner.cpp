@@ -35,7 +35,11 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
   std::set<std::string> seen;
   for (const TrialRecord& r : res.history) {
     seen.insert(r.schedule_json);
-    if (!r.genome.empty()) strategy->observe(genome_from_string(r.genome), ms_of(r));
+    // Genomes of an older search space (other knobs) mean nothing to this one.
+    if (!r.genome.empty()) {
+      const Genome g = genome_from_string(r.genome);
+      if (g.size() == space.knobs().size()) strategy->observe(g, ms_of(r));
+    }
   }
   auto update = [&](const TrialRecord& r) {
     if (r.status != TrialStatus::Ok) ++res.failures;
@@ -94,10 +98,12 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= o.time_budget_s;
   };
 
-  // The default schedule seeds the search.
+  // The default schedule seeds the search. It is measured even on a resume
+  // whose trials are used up when this release's default is new to the
+  // database: best_schedule() trusts tuned records only against it.
   const Schedule def = default_schedule(p, t);
   const std::string def_json = schedule_to_json_string(def, -1);
-  if (!seen.count(def_json) && static_cast<int>(res.history.size()) < o.trials) {
+  if (!seen.count(def_json)) {
     seen.insert(def_json);
     run_batch({{{next_index++, def}, "", "default"}});
   }

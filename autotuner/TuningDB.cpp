@@ -278,6 +278,17 @@ std::optional<TrialRecord> TuningDB::best(const WorkloadKey& key) const {
   return read_trial(q);
 }
 
+std::optional<TrialRecord> TuningDB::best_of(const WorkloadKey& key, const std::string& schedule_json) const {
+  Stmt q(db_, (std::string("SELECT ") + kTrialColumns +
+                " FROM trials t JOIN workloads w ON t.workload_id = w.id "
+                "WHERE w.fingerprint = ? AND t.target = ? AND t.budget <= ? AND t.status = 'ok' "
+                "AND t.schedule_json = ? ORDER BY t.median_ms LIMIT 1")
+                   .c_str());
+  q.bind(1, key.fingerprint).bind(2, key.target).bind(3, key.budget).bind(4, schedule_json);
+  if (!q.step()) return std::nullopt;
+  return read_trial(q);
+}
+
 Schedule best_schedule(const std::string& db_path, const Program& p, const Target& t, std::string* source) {
   auto say = [&](const std::string& s) {
     if (source) *source = s;
@@ -288,9 +299,24 @@ Schedule best_schedule(const std::string& db_path, const Program& p, const Targe
   }
   try {
     const TuningDB db(db_path);
-    if (auto r = db.best(WorkloadKey::of(p, t, 0))) {
+    const WorkloadKey key = WorkloadKey::of(p, t, 0);
+    if (auto r = db.best(key)) {
+      const Schedule def = default_schedule(p, t);
+      const std::string def_json = schedule_to_json_string(def, -1);
+      const auto d = db.best_of(key, def_json);
+      const std::string refresh = "; run `pto tune " + p.name() + "` to refresh the tuning database " + db_path + ")";
+      if (!d) {
+        say("default schedule (the tuned records were not measured against the current default schedule, which "
+            "may be faster" + refresh);
+        return def;
+      }
+      if (r->schedule_json == def_json || d->median_ms <= r->median_ms) {
+        say("default schedule (measured at " + std::to_string(d->median_ms) + " ms in " + db_path +
+            ", no tuned record is faster)");
+        return def;
+      }
       say("tuned schedule (trial " + std::to_string(r->index) + " in " + db_path + ", " +
-          std::to_string(r->median_ms) + " ms)");
+          std::to_string(r->median_ms) + " ms; the current default measured " + std::to_string(d->median_ms) + " ms)");
       return schedule_from_json_string(r->schedule_json);
     }
     say("default schedule (no tuned record for this workload and target in " + db_path + ")");

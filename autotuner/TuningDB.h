@@ -82,6 +82,9 @@ class TuningDB {
   std::vector<TrialRecord> trials(const WorkloadKey& key) const;
   // The fastest correct trial of a workload (tuned under a budget <= key.budget).
   std::optional<TrialRecord> best(const WorkloadKey& key) const;
+  // The fastest correct trial of exactly this schedule (canonical compact JSON),
+  // under a budget <= key.budget; none if it was never measured.
+  std::optional<TrialRecord> best_of(const WorkloadKey& key, const std::string& schedule_json) const;
 
  private:
   void exec(const std::string& sql) const;
@@ -93,6 +96,10 @@ class TuningDB {
 // The best tuned schedule for (p, t) in the database at `db_path` (exact f32
 // records only), else the default schedule. Never throws for a missing or
 // unreadable database: `source` (if given) says which was used and why.
+// Defaults improve between releases, so a record only wins over the *current*
+// default schedule if that default was measured in the same database (`pto
+// tune` always measures it) and is slower; otherwise the default is used and
+// `source` says to run `pto tune` to refresh the records.
 Schedule best_schedule(const std::string& db_path, const Program& p, const Target& t, std::string* source = nullptr);
 
 // The SQL of schema version 1, for migration tests.

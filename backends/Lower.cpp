@@ -444,6 +444,7 @@ class Lowering {
       if (ss && !ss->accumulator_at.empty()) g->second.compute_at(f, Halide::Var(ss->accumulator_at));
       else g->second.compute_at(f, Halide::Var::outermost());
       if (ss && ss->update) apply_loops(st, g->second.update(0), *ss->update, true, false);
+      if (ss && ss->rfactor) apply_rfactor(st, g->second, *ss->rfactor);
       if (ss) schedule_func(st, f, *ss, false);
       else f.compute_root();
       return;
@@ -513,6 +514,7 @@ class Lowering {
     }
     apply_loops(st, f, ss.loops, false, root);
     if (has_update && ss.update) apply_loops(st, f.update(0), *ss.update, true, false);
+    if (has_update && ss.rfactor) apply_rfactor(st, f, *ss.rfactor);
     if (ss.pipeline.async) f.async();
     if (ss.pipeline.ring_buffer) f.ring_buffer(ss.pipeline.ring_buffer);
     for (const Prefetch& pf : ss.pipeline.prefetch) {
@@ -535,6 +537,30 @@ class Lowering {
         if (all) map_to_gpu(f.update(0), ss);
       }
     }
+  }
+
+  // rfactor (RFactor in Schedule.h): split the reduction variable and turn
+  // its inner part into the pure lane dim of an intermediate Func, computed
+  // per point of the reduction (inside the update's innermost pure loop) with
+  // the lanes innermost and vectorized; the update then reduces the lanes.
+  // Validation guarantees an associative op, a divisible static extent and
+  // no update directives, so the split needs no tail.
+  void apply_rfactor(const Stage& st, Halide::Func red, const RFactor& rf) {
+    const Halide::RVar r(rf.rvar), ro(rf.rvar + "_o"), ri(rf.rvar + "_i");
+    const Halide::Var lane(rf.rvar + "_lane");
+    Halide::Stage up = red.update(0);
+    up.split(r, ro, ri, rf.factor);
+    Halide::Func intm = up.rfactor(ri, lane);
+    if (st.vars.empty()) intm.compute_at(red, Halide::Var::outermost());
+    else intm.compute_at(red, Halide::Var(st.vars.back()));
+    intm.vectorize(lane);
+    std::vector<Halide::VarOrRVar> order{Halide::VarOrRVar(lane), Halide::VarOrRVar(ro)};
+    for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it)
+      if (it->name != rf.rvar) order.emplace_back(Halide::RVar(it->name));
+    intm.update(0).reorder(order).vectorize(lane);
+    // The stage's own update now reduces `factor` lanes; it needs no
+    // directives (and Halide would warn on every compile that it has none).
+    if (!red.update(0).get_schedule().touched()) red.update(0).unscheduled();
   }
 
   void map_to_gpu(Halide::Stage hs, const StageSchedule& ss) {

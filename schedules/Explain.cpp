@@ -116,7 +116,44 @@ class Explainer {
       return;
     }
     nest(st, pure, false, depth + 1, lhs + " = " + init);
+    if (ss && ss->rfactor) {
+      rfactored(st, *ss->rfactor, lhs, init, depth + 1);
+      return;
+    }
     nest(st, upd, true, depth + 1, lhs + " = " + std::string(to_string(*st.reduce)) + "(" + lhs + ", " + to_string(st.value) + ")");
+  }
+
+  // The update under rfactor: the stage's pure loops, the intermediate per
+  // point (partial reductions over rvar_o, its lanes vectorized), then the
+  // reduction of the lanes. Printed with the stage's own loop printer over a
+  // copy of the stage whose reduction variable is the lane.
+  void rfactored(const Stage& st, const RFactor& rf, const std::string& lhs, const std::string& init, int depth) {
+    const std::string op(to_string(*st.reduce));
+    const std::string lane = rf.rvar + "_lane", f = std::to_string(rf.factor);
+    std::string args = lhs.substr(st.name.size() + 1, lhs.size() - st.name.size() - 2);
+    const std::string rf_ref = st.name + "__rf(" + args + (args.empty() ? "" : ", ") + lane + ")";
+    int64_t n = 0;
+    std::string others;
+    for (const RVar& r : st.rvars)
+      if (r.name == rf.rvar) n = r.extent.value;
+      else others += ", " + r.name;
+    auto intermediate = [&](int d) {
+      line(d, "intermediate " + st.name + "__rf: rfactor of " + rf.rvar + " by " + f + " (" + rf.rvar + " = " + rf.rvar +
+                  "_o * " + f + " + " + lane + "), per point");
+      line(d + 1, "vectorized x" + f + " for " + lane + " in [0, " + f + "): " + rf_ref + " = " + init);
+      line(d + 1, "for " + rf.rvar + "_o in [0, " + std::to_string(n / rf.factor) + ")" + others + ":");
+      line(d + 2, "vectorized x" + f + " for " + lane + " in [0, " + f + "): " + rf_ref + " = " + op + "(" + rf_ref + ", " +
+                      to_string(st.value) + ")");
+    };
+    Stage lanes = st;
+    lanes.rvars = {RVar{lane, Dim(rf.factor)}};
+    const std::string body = lhs + " = " + op + "(" + lhs + ", " + rf_ref + ")";
+    if (st.vars.empty()) {
+      intermediate(depth);
+      nest(lanes, LoopSchedule{}, true, depth, body);
+    } else {
+      nest(lanes, LoopSchedule{}, true, depth, body, st.vars.back(), intermediate);
+    }
   }
 
   const Program& p_;

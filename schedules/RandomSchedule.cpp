@@ -56,8 +56,27 @@ class Drawer {
   std::vector<Loop> consumer_loops(const Stage& c, const Schedule& s) const {
     const StageSchedule* cs = s.find(c.name);
     const LoopSchedule none;
-    if (c.reduce) return loop_nest(c, cs && cs->update ? *cs->update : none, true);
+    if (c.reduce) {
+      auto loops = loop_nest(c, cs && cs->update ? *cs->update : none, true);
+      if (cs && cs->rfactor) std::erase_if(loops, [](const Loop& l) { return l.reduction; });  // only pure loops remain
+      return loops;
+    }
     return loop_nest(c, cs ? cs->loops : none, false);
+  }
+
+  // An rfactor of the innermost reduction variable by a factor that divides
+  // its static extent and fits the target's lanes (RFactor in Schedule.h).
+  std::optional<RFactor> draw_rfactor(const Stage& st, DType acc) {
+    if (!st.reduce || st.rvars.empty() || *st.reduce == ReduceOp::ArgMin || *st.reduce == ReduceOp::ArgMax) return {};
+    const RVar& r = st.rvars.back();
+    if (r.extent.is_symbolic()) return {};
+    const int lanes = std::max(1, t_.vector_lanes(acc == DType::Bool ? DType::U8 : acc));
+    std::vector<int> factors;
+    for (const int f : {2, 4, 8, 16, 32, 64})
+      if (f <= r.extent.value && r.extent.value % f == 0 && (lanes < 2 || f % lanes == 0 || lanes % f == 0))
+        factors.push_back(f);
+    if (factors.empty()) return {};
+    return RFactor{r.name, pick(factors)};
   }
 
   std::vector<int64_t> tile_sizes(const Dim& extent) {
@@ -186,6 +205,11 @@ class Drawer {
     const bool at = ss.compute.kind == Placement::Kind::At;
     if (ss.compute.kind != Placement::Kind::Inline) {
       ss.loops = draw_loops(st, false, at, compute);
+      if (st.reduce && coin(o_.p_rfactor)) ss.rfactor = draw_rfactor(st, ss.precision.accumulate.value_or(compute));
+      if (ss.rfactor) {  // replaces the update's directives, accumulator tile, caches and prefetches
+        s.stages[st.name] = ss;
+        return;
+      }
       if (st.reduce && coin(0.25)) {  // accumulate per iteration of a pure loop (a tile)
         const auto pure = loop_nest(st, ss.loops, false);
         if (!pure.empty()) ss.accumulator_at = pick(pure).name;

@@ -29,6 +29,7 @@ struct RandomScheduleOptions {
   double p_narrow = 0.25;     // chance that a float stage stores and/or computes in bf16 or f16
   double p_parallel = 0.4;    // chance of a parallel loop per definition
   double p_prefetch = 0.1;    // chance of prefetching an input per stage
+  double p_rfactor = 0.2;     // chance that a sum/prod/min/max reduction is rfactored (vectorized partial results)
   int max_attempts = 100;     // draws before giving up (each is validated)
 };
 

@@ -84,6 +84,20 @@ struct CacheRead {
   bool operator==(const CacheRead&) const = default;
 };
 
+// Halide's rfactor: the reduction over `rvar` (static extent N) is split into
+// rvar_o (N / factor steps) and rvar_i (factor), and the partial reductions
+// over rvar_o are computed into an intermediate `<stage>__rf` that has one pure
+// lane per value of rvar_i; the stage then reduces those `factor` lanes. The
+// intermediate's lanes are independent, so they are vectorized: `max_j x[i, j]`
+// runs as a 16-lane vector max over the row plus one horizontal reduce, where
+// the plain update is a serial chain (a reduction loop is never vectorized).
+// Only for associative reductions (sum, prod, min, max).
+struct RFactor {
+  std::string rvar;  // a reduction variable of the stage
+  int factor = 0;    // lanes of the intermediate; divides the rvar's extent
+  bool operator==(const RFactor&) const = default;
+};
+
 struct GpuMapping {
   std::vector<std::string> blocks;   // loops mapped to GPU blocks, outermost first
   std::vector<std::string> threads;  // loops mapped to GPU threads
@@ -101,6 +115,10 @@ struct StageSchedule {
   // writes it out. Empty: the reduction runs in the stage's own storage.
   std::string accumulator_at;
   std::vector<CacheRead> cache;      // packed copies of what it reads
+  // Vectorized partial reductions (see RFactor). The intermediate is computed
+  // per point of the stage (inside its update's pure loops) and replaces the
+  // "update" directives, so it excludes update, accumulator_at, cache, prefetch.
+  std::optional<RFactor> rfactor;
   Precision precision;
   Pipelining pipeline;
   std::string device = "cpu";        // cpu | cuda | opencl

@@ -195,6 +195,7 @@ json schedule_to_json(const Schedule& s) {
     if (st.store) js["store"] = placement_to_json(*st.store);
     if (st.update) js["update"] = loops_to_json(*st.update);
     if (!st.accumulator_at.empty()) js["accumulator_at"] = st.accumulator_at;
+    if (st.rfactor) js["rfactor"] = {{"rvar", st.rfactor->rvar}, {"factor", st.rfactor->factor}};
     for (const auto& c : st.cache) {
       json jc = {{"tensor", c.tensor}, {"loop", c.loop}};
       if (c.transpose) jc["transpose"] = true;
@@ -245,12 +246,19 @@ Schedule schedule_from_json(const json& j) {
     for (const auto& [name, js] : stages.items()) {
       const std::string path = "stages." + name;
       check_keys(js, path, {"compute", "store", "tile", "order", "vectorize", "unroll", "parallel",
-                            "update", "accumulator_at", "cache", "precision", "pipeline", "device", "gpu"});
+                            "update", "accumulator_at", "rfactor", "cache", "precision", "pipeline", "device", "gpu"});
       StageSchedule st;
       if (js.contains("compute")) st.compute = placement_from_json(js["compute"], path + ".compute");
       if (js.contains("store")) st.store = placement_from_json(js["store"], path + ".store");
       loops_from_json(js, path, st.loops);
       if (js.contains("accumulator_at")) st.accumulator_at = get_string(js["accumulator_at"], path + ".accumulator_at");
+      if (js.contains("rfactor")) {
+        const json& r = js["rfactor"];
+        const std::string rp = path + ".rfactor";
+        check_keys(r, rp, {"rvar", "factor"});
+        if (!r.contains("rvar") || !r.contains("factor")) fail(rp, "needs \"rvar\" and \"factor\"");
+        st.rfactor = RFactor{get_string(r["rvar"], rp + ".rvar"), static_cast<int>(get_int(r["factor"], rp + ".factor", 2, 1024))};
+      }
       if (js.contains("cache")) {
         const std::string cp = path + ".cache";
         if (!js["cache"].is_array()) fail(cp, "must be a list of {\"tensor\", \"loop\"}");

@@ -30,8 +30,65 @@ const Loop* find_loop(const std::vector<Loop>& loops, const std::string& n) {
 // a reduction, which is also where a reduction reads its inputs).
 std::vector<Loop> placement_loops(const Stage& c, const StageSchedule* cs) {
   const LoopSchedule none;
-  if (c.reduce) return loop_nest(c, cs && cs->update ? *cs->update : none, true);
+  if (c.reduce) {
+    auto loops = loop_nest(c, cs && cs->update ? *cs->update : none, true);
+    // With rfactor the update reduces the intermediate's lanes: its reduction
+    // loops are not those of the schedule, only its pure loops remain.
+    if (cs && cs->rfactor) std::erase_if(loops, [](const Loop& l) { return l.reduction; });
+    return loops;
+  }
   return loop_nest(c, cs ? cs->loops : none, false);
+}
+
+// Halide's rfactor on `st` (see RFactor in Schedule.h): an associative
+// reduction, a static reduction extent the factor divides, lanes that fit the
+// target, and none of the directives it replaces.
+void check_rfactor(const Stage& st, const StageSchedule& ss, const Target* target, DType accumulate) {
+  const RFactor& rf = *ss.rfactor;
+  const std::string where = "stage '" + st.name + "': rfactor";
+  if (!st.reduce) throw ScheduleError("stage '" + st.name + "' has no reduction, so there is nothing to rfactor");
+  const ReduceOp op = *st.reduce;
+  if (op == ReduceOp::ArgMin || op == ReduceOp::ArgMax)
+    throw ScheduleError(where + " of a " + std::string(to_string(op)) +
+                        " reduction: it returns an index, not an associative combination of values; rfactor "
+                        "applies to sum, prod, min and max");
+  std::vector<std::string> rvars;
+  const RVar* r = nullptr;
+  for (const RVar& v : st.rvars) {
+    rvars.push_back(v.name);
+    if (v.name == rf.rvar) r = &v;
+  }
+  if (!r)
+    throw ScheduleError(where + " names unknown reduction variable '" + rf.rvar + "'; its reduction variables: " +
+                        join(rvars));
+  if (r->extent.is_symbolic())
+    throw ScheduleError(where + " of '" + rf.rvar + "', whose extent '" + r->extent.sym +
+                        "' is symbolic; rfactor needs a static extent that the factor divides");
+  const int64_t n = r->extent.value;
+  if (rf.factor < 2 || rf.factor > n || n % rf.factor != 0 || rf.factor > 256) {
+    std::string divs;
+    for (int64_t d = 2; d <= std::min<int64_t>(n, 256); ++d)
+      if (n % d == 0 && (d & (d - 1)) == 0) divs += (divs.empty() ? "" : ", ") + std::to_string(d);
+    throw ScheduleError(where + " factor " + std::to_string(rf.factor) + " for '" + rf.rvar + "' (extent " +
+                        std::to_string(n) + ") must be at least 2, at most 256 and divide the extent; e.g. " +
+                        (divs.empty() ? std::string("none: the extent has no such divisor") : divs));
+  }
+  if (target) {
+    const int lanes = target->vector_lanes(accumulate == DType::Bool ? DType::U8 : accumulate);
+    if (lanes > 1 && rf.factor % lanes != 0 && lanes % rf.factor != 0)
+      throw ScheduleError(where + " factor " + std::to_string(rf.factor) + " does not fit target " + target->name + " (" +
+                          std::to_string(lanes) + " lanes of " + std::string(to_string(accumulate)) +
+                          "); use a divisor or multiple of " + std::to_string(lanes));
+  }
+  const auto conflict = [&](const char* what) {
+    throw ScheduleError(where + " replaces the update's loops with the intermediate's, so it cannot be combined with " +
+                        what + "; drop one of them");
+  };
+  if (ss.update) conflict("\"update\" directives");
+  if (!ss.accumulator_at.empty()) conflict("accumulator_at");
+  if (!ss.cache.empty()) conflict("cache");
+  if (!ss.pipeline.prefetch.empty()) conflict("prefetch");
+  if (ss.device != "cpu") throw ScheduleError(where + " runs on the CPU only; device is '" + ss.device + "'");
 }
 
 // Does `ls` split loop `l` further (unroll or vectorize by a factor smaller
@@ -394,6 +451,7 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
             throw ScheduleError(where + ": prefetch of '" + c.tensor + "', which it also caches; drop one of them");
       }
     }
+    if (ss.rfactor) check_rfactor(st, ss, target, prec.accumulate);
     if (ss.update) {
       if (!st.reduce) throw ScheduleError(where + " has no reduction, so it has no \"update\" to schedule");
       // With an accumulator tile, the update's pure loops span that tile only.
@@ -405,6 +463,19 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
     // Pipelining.
     if ((ss.pipeline.ring_buffer || ss.pipeline.async) && ss.compute.kind != Placement::Kind::At)
       throw ScheduleError(where + ": ring_buffer and async need the stage computed at a consumer loop");
+    // Halide folds a ring buffer's storage across the iterations of the loops
+    // between its storage and its computation, so the storage must be hoisted
+    // out ("has matching store_at and hoist_storage levels" otherwise).
+    // A reduction's update accumulates into the storage that the ring buffer
+    // folds: Halide 21 computed wrong rows (softmax's row sum, layer_norm's
+    // mean and variance with ring_buffer 2, found by bench_tune's search).
+    if (ss.pipeline.ring_buffer && st.reduce)
+      throw ScheduleError(where + ": ring_buffer on a reduction (its update accumulates into the folded storage, which "
+                          "Halide 21 miscomputes); use async alone, or a ring buffer on a pure producer stage");
+    if (ss.pipeline.ring_buffer && s.options.opt_level != 0 && (!ss.store || *ss.store == ss.compute))
+      throw ScheduleError(where + ": ring_buffer " + std::to_string(ss.pipeline.ring_buffer) +
+                          " needs its storage hoisted out of the loop it is computed at; set \"store\" to \"root\" "
+                          "or to a loop enclosing " + ss.compute.stage + "." + ss.compute.loop);
     for (const Prefetch& f : ss.pipeline.prefetch) {
       const auto reads = st.reads();
       if (std::find(reads.begin(), reads.end(), f.tensor) == reads.end())

@@ -7,7 +7,8 @@
 // the f64 reference: the default schedule, Halide's autoschedulers (Adams2019,
 // Mullapudi2016, Li2018) on the same lowered pipeline, the best tuned schedule
 // and, on matmul, oneDNN. Also reports the trials needed to reach 90% of the
-// final best.
+// final best. The comparison times every implementation in --rounds
+// interleaved rounds (--min-seconds in all) and reports its best round.
 //
 //   build/bin/bench_tune [--trials 30] [--time-budget S] [--strategy evolutionary]
 //                        [--workloads matmul_1024,softmax_384x768] [--json FILE]
@@ -113,7 +114,8 @@ int main(int argc, char** argv) {
   TuneOptions o;
   o.trials = 30;
   std::string only, json_path, db;
-  double min_seconds = 0.3;
+  double min_seconds = 0.5;
+  int rounds = 5;
   CLI::App app{"bench_tune: tuned vs default vs Halide autoschedulers (vs oneDNN on matmul)"};
   app.add_option("--trials,-n", o.trials, "tuning trials per workload");
   app.add_option("--time-budget", o.time_budget_s, "tuning seconds per workload (0 = none)");
@@ -123,6 +125,7 @@ int main(int argc, char** argv) {
   app.add_option("--run-timeout", o.measure.run_timeout_s, "seconds before a candidate's run is killed");
   app.add_option("--tune-min-seconds", o.measure.min_seconds, "timing per candidate while tuning");
   app.add_option("--min-seconds", min_seconds, "timing per implementation in the final comparison");
+  app.add_option("--rounds", rounds, "interleaved timing rounds in the final comparison (best round's median)");
   app.add_option("--workloads", only, "comma-separated labels (default: all)");
   app.add_option("--db", db, "tuning database to use and keep (default: a fresh temporary one)");
   app.add_option("--json", json_path, "also write the records as JSON");
@@ -163,6 +166,7 @@ int main(int argc, char** argv) {
       CompareOptions co;
       co.autoschedulers = halide_autoscheduler_names();
       co.min_seconds = min_seconds;
+      co.rounds = rounds;
       auto rows = compare(p, t, scheds, co);
       std::stable_partition(rows.begin(), rows.end(), [](const CompareRow& r) { return r.impl != "pto-tuned"; });
 #ifdef PTO_HAVE_DNNL

@@ -339,12 +339,17 @@ class KernelFunction:
         return stage_times(self.specialize(*arrays), arrays, min_seconds)
 
     def tune(self, *args: Any, trials: int = 20, max_rel_error: float = 1e-3, seed: int = 0,
-             progress: bool = True, min_seconds: float = 0.05, engine: str = "random") -> Any:
-        """Searches schedules for these arrays; installs the best one and returns a TuneResult."""
+             progress: bool = True, min_seconds: float = 0.05, engine: str = "random", db: str = "") -> Any:
+        """Searches schedules for these arrays; installs the best one and returns a TuneResult.
+
+        engine="random": a small Python search; engine="cpp": the C++ autotuner (`pto tune`)
+        on these static shapes, recording every trial in the tuning database `db`
+        ($PTO_TUNING_DB or ~/.cache/pto/tuning.db when empty).
+        """
         from .tune import tune
         arrays = self._arrays(args)
         return tune(self, self.specialize(*arrays), arrays, trials=trials, max_rel_error=max_rel_error,
-                    seed=seed, progress=progress, min_seconds=min_seconds, engine=engine)
+                    seed=seed, progress=progress, min_seconds=min_seconds, engine=engine, db=db)
 
     def export(self, *args: Any, target: str = "host", path: str = ".", name: str | None = None) -> Any:
         """Generates a static library + C headers for this signature (sizes stay symbolic where they are)."""

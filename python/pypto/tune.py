@@ -8,8 +8,10 @@ Structure (so that the C++ autotuner can take over the search later):
   RandomSearch -- the strategy: draws from the space with a seeded RNG;
   measure()    -- compile, run once and compare with the reference (the plain
                   schedule, opt_level 0) under `max_rel_error`, then time.
-`engine="random"` is this Python search; `engine="cpp"` will call the C++ tuner
-(autotuner/, another branch) once `_pto` binds it.
+`engine="random"` is this Python search; `engine="cpp"` runs the C++ autotuner
+(autotuner/, `_pto.tune`: the search of `pto tune`, worker processes, the same
+SQLite tuning database) on the signature specialized to these static shapes,
+and installs its best schedule for those shapes.
 """
 from __future__ import annotations
 
@@ -44,6 +46,9 @@ class TuneResult:
     baseline_ms: float | None = None
     best_ms: float | None = None
     flops: float = 0.0
+    # engine="cpp": the tuning database's records (dicts: index, strategy, status, error,
+    # median/min/max_ms, reps, max_rel_error, compile_s, schedule), for tables and plots.
+    records: list[dict] = field(default_factory=list)
 
     @property
     def speedup(self) -> float | None:
@@ -175,11 +180,10 @@ def _rel_error(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> float
 
 
 def tune(kf: Any, spec: Any, arrays: Sequence[np.ndarray], trials: int, max_rel_error: float, seed: int,
-         progress: bool, min_seconds: float, engine: str) -> TuneResult:
+         progress: bool, min_seconds: float, engine: str, db: str = "") -> TuneResult:
     if engine == "cpp":
-        if not hasattr(_pto, "tune"):
-            raise NotImplementedError("engine='cpp': the C++ autotuner is not bound in _pto yet; use engine='random'")
-    elif engine != "random":
+        return tune_cpp(kf, arrays, trials, max_rel_error, seed, min_seconds, db=db)
+    if engine != "random":
         raise ValueError(f"tune: unknown engine '{engine}'; valid: random, cpp")
     ref_sched = Schedule.from_json(_pto.plain_schedule(spec.program))
     reference, _ = spec.run(arrays, ref_sched)
@@ -231,4 +235,66 @@ def tune(kf: Any, spec: Any, arrays: Sequence[np.ndarray], trials: int, max_rel_
         bar.close()
     result.best_schedule, result.best_ms = best, best_ms
     spec.schedule = best.copy()
+    return result
+
+
+def worker_executable() -> str:
+    """The `pto` executable whose hidden `worker` command measures candidates.
+
+    $PTO_WORKER, else `bin/pto` of the build tree the `_pto` module comes from
+    (build/python/_pto*.so -> build/bin/pto), else `pto` on $PATH.
+    """
+    import os
+    import shutil
+    from pathlib import Path
+    env = os.environ.get("PTO_WORKER")
+    if env:
+        return env
+    near = Path(_pto.__file__).resolve().parent.parent / "bin" / "pto"
+    if near.is_file() and os.access(near, os.X_OK):
+        return str(near)
+    found = shutil.which("pto")
+    if found:
+        return found
+    raise FileNotFoundError("engine='cpp' needs the `pto` executable (its worker measures candidates): "
+                            f"not found at {near} nor on PATH; set PTO_WORKER=/path/to/pto")
+
+
+def tune_cpp(kf: Any, arrays: Sequence[np.ndarray], trials: int, max_rel_error: float, seed: int,
+             min_seconds: float, db: str = "", strategy: str = "evolutionary") -> TuneResult:
+    """The C++ autotuner on this call's static shapes.
+
+    The tuner measures concrete sizes, so the signature is specialized per shape
+    (as for ops that need static sizes); the best schedule is installed there.
+    `max_rel_error` is the C++ tuner's accuracy budget: 0 (the default when a
+    value <= 1e-4 is given) keeps exact f32, larger budgets allow bf16/f16
+    intermediates.
+    """
+    spec = kf.specialize(*arrays)
+    static_key = kf.signature(arrays, dynamic=False)
+    if spec.key != static_key:
+        with kf._lock:
+            kf._needs_static.add(spec.key)
+            spec = kf._specs.get(static_key) or kf._trace(static_key)
+            kf._specs[static_key] = spec
+            kf._last = spec
+    budget = max_rel_error if max_rel_error > 1e-4 else 0.0
+    r = _pto.tune(spec.program, spec.target, trials=trials, db=db, strategy=strategy, seed=seed,
+                  max_rel_error=budget, min_seconds=min_seconds, worker=worker_executable())
+    result = TuneResult(flops=spec.program.flops(spec.sizes(arrays)))
+    best_ms = None
+    for t in r["trials"]:
+        ok = t["status"] == "ok"
+        ms = t["median_ms"] if ok else None
+        if ms is not None and (best_ms is None or ms < best_ms):
+            best_ms = ms
+        result.trials.append(Trial(t["index"], ms, t["max_rel_error"] if ok else None, t["status"], best_ms,
+                                   t["schedule"]))
+    result.records = r["trials"]
+    if r["baseline"] is not None and r["baseline"]["status"] == "ok":
+        result.baseline_ms = r["baseline"]["median_ms"]
+    if r["best"] is not None:
+        result.best_schedule = Schedule.from_json(r["best"]["schedule"])
+        result.best_ms = r["best"]["median_ms"]
+        spec.schedule = result.best_schedule.copy()
     return result

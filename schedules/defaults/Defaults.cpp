@@ -3,6 +3,7 @@
 #include "dsl/IRVisitor.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace pto {
@@ -213,6 +214,21 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   }
 }
 
+// A row statistic (max, sum over a long row) as vector lanes of partial
+// results plus one horizontal reduce, instead of a serial chain of scalar
+// ops: rfactor by two vectors (two independent accumulator registers hide
+// the add/max latency), or one, when the row holds at least 8 such chunks.
+std::optional<RFactor> row_rfactor(const Stage& st, const Target& t) {
+  if (!st.reduce || st.rvars.empty() || *st.reduce == ReduceOp::ArgMin || *st.reduce == ReduceOp::ArgMax) return std::nullopt;
+  const RVar& r = st.rvars.back();
+  const int64_t e = static_extent(r.extent);
+  const int lanes = t.vector_lanes(st.dtype);
+  if (e < 0 || lanes < 2 || t.has_device()) return std::nullopt;  // GPU stages map update loops instead
+  for (const int64_t f : {2 * lanes, lanes})
+    if (e % f == 0 && e >= 8 * f) return RFactor{r.name, static_cast<int>(f)};
+  return std::nullopt;
+}
+
 // Row-wise normalizations (softmax, layer_norm): the output is parallel over
 // rows and vectorized along them; the row statistics (reductions over the
 // last dim) and the elementwise rows they read are computed per row, so a
@@ -239,6 +255,7 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
     StageSchedule& ss = s[st->name];
     ss = StageSchedule{};
     ss.compute = {Placement::Kind::At, y.name, row};
+    if (stat) ss.rfactor = row_rfactor(*st, t);
     if (row_values && lanes > 1 && static_extent(st->shape.back()) >= lanes) {
       ss.loops.vectorize = st->vars.back();
       ss.loops.vector_width = lanes;

@@ -68,6 +68,25 @@ inline std::vector<FuzzProgram> fuzz_programs(const Target& t, uint64_t seed) {
     fp.seeds.push_back(schedule_to_json_string(default_schedule(p, t), -1));
     fp.seeds.push_back(schedule_to_json_string(plain_schedule(p), -1));
     for (int i = 0; i < 6; ++i) fp.seeds.push_back(schedule_to_json_string(random_schedule(p, t, rng), -1));
+    // A seed with every rfactor-able reduction rfactored (when that validates), so
+    // that mutations reach the directive's fields and combination rules.
+    {
+      Schedule rf = plain_schedule(p);
+      for (const Stage& st : p.stages()) {
+        if (!st.reduce || st.rvars.empty() || *st.reduce == ReduceOp::ArgMin || *st.reduce == ReduceOp::ArgMax) continue;
+        const Dim& e = st.rvars.back().extent;
+        for (const int f : {8, 4, 2})
+          if (!e.is_symbolic() && e.value % f == 0) {
+            rf[st.name].rfactor = RFactor{st.rvars.back().name, f};
+            break;
+          }
+      }
+      try {
+        validate(p, rf, &t);
+        fp.seeds.push_back(schedule_to_json_string(rf, -1));
+      } catch (const ScheduleError&) {
+      }
+    }
     for (const auto& in : p.inputs()) fp.vocabulary.push_back(in.name);
     for (const Stage& st : p.stages()) {
       fp.vocabulary.push_back(st.name);
@@ -75,7 +94,8 @@ inline std::vector<FuzzProgram> fuzz_programs(const Target& t, uint64_t seed) {
         fp.vocabulary.push_back(v);
         for (const char* suf : {"_o", "_i", "_m"}) fp.vocabulary.push_back(v + suf);
       }
-      for (const auto& rv : st.rvars) fp.vocabulary.push_back(rv.name);
+      for (const auto& rv : st.rvars)
+        for (const char* suf : {"", "_o", "_lane"}) fp.vocabulary.push_back(rv.name + suf);
     }
     r.push_back(std::move(fp));
   }
@@ -120,7 +140,7 @@ class ScheduleMutator {
   std::string token(const std::vector<std::string>& vocab) {
     static const std::vector<std::string> keys = {
         "\"schema\"", "\"stages\"", "\"options\"", "\"compute\"", "\"store\"", "\"tile\"", "\"order\"",
-        "\"vectorize\"", "\"unroll\"", "\"parallel\"", "\"update\"", "\"accumulator_at\"", "\"cache\"", "\"tensor\"", "\"precision\"", "\"pipeline\"",
+        "\"vectorize\"", "\"unroll\"", "\"parallel\"", "\"update\"", "\"accumulator_at\"", "\"rfactor\"", "\"rvar\"", "\"factor\"", "\"cache\"", "\"tensor\"", "\"precision\"", "\"pipeline\"",
         "\"device\"", "\"gpu\"", "\"at\"", "\"loop\"", "\"width\"", "\"root\"", "\"inline\"", "\"bf16\"",
         "\"ring_buffer\"", "\"prefetch\"", "\"async\"", "null", "true", "-1", "1e308", "18446744073709551615",
         "\"\\u0000\"", ":", ",", "{", "}", "[", "]"};

@@ -234,7 +234,13 @@ TEST_CASE("best_schedule: the JIT path uses the tuned record, else the default",
   validate(p, tuned, &t);
   {
     TuningDB db(path);
+    TrialRecord d;  // the current default, measured slower (as `pto tune` records it first)
+    d.strategy = "default";
+    d.schedule_json = schedule_to_json_string(default_schedule(p, t), -1);
+    d.median_ms = 0.02;
+    db.add_trial(WorkloadKey::of(p, t, 0), p, d);
     TrialRecord r;
+    r.index = 1;
     r.strategy = "evolutionary";
     r.schedule_json = schedule_to_json_string(tuned, -1);
     r.median_ms = 0.01;
@@ -252,6 +258,51 @@ TEST_CASE("best_schedule: the JIT path uses the tuned record, else the default",
   // Another workload has no record: default.
   const Program other = make_workload("matmul", {{"M", 8}, {"N", 8}, {"K", 8}});
   CHECK(best_schedule(path, other, t) == default_schedule(other, t));
+}
+
+TEST_CASE("best_schedule: a record is used only against the current default, measured in the same DB", "[tuner][db]") {
+  const Target t = parse_target("host");
+  const Program p = small_mbr();
+  const WorkloadKey key = WorkloadKey::of(p, t, 0);
+  const Schedule def = default_schedule(p, t);
+  Schedule tuned;
+  tuned["out"].loops.parallel = {"i0"};
+  validate(p, tuned, &t);
+  auto record = [&](TuningDB& db, const std::string& strategy, const std::string& json, double ms) {
+    TrialRecord r;
+    r.index = static_cast<int>(db.trials(key).size());
+    r.strategy = strategy;
+    r.schedule_json = json;
+    r.median_ms = ms;
+    db.add_trial(key, p, r);
+  };
+  std::string source;
+  // Tuned against an older default (a schedule the current release no longer derives): stale.
+  const std::string path = temp_path("db_stale.db");
+  {
+    TuningDB db(path);
+    Schedule old_default;
+    old_default["out"].loops.vectorize = "i1";
+    old_default["out"].loops.vector_width = 8;
+    record(db, "default", schedule_to_json_string(old_default, -1), 0.5);
+    record(db, "evolutionary", schedule_to_json_string(tuned, -1), 0.1);
+  }
+  CHECK(best_schedule(path, p, t, &source) == def);
+  CHECK_THAT(source, Contains("not measured against the current default") && Contains("run `pto tune matmul_bias_relu`"));
+  // The current default measured, and faster than every record: the default.
+  {
+    TuningDB db(path);
+    record(db, "default", schedule_to_json_string(def, -1), 0.05);
+  }
+  CHECK(best_schedule(path, p, t, &source) == def);
+  CHECK_THAT(source, Contains("no tuned record is faster"));
+  // A record faster than the measured current default: the record.
+  {
+    TuningDB db(path);
+    record(db, "evolutionary", schedule_to_json_string(tuned, -1), 0.01);
+  }
+  CHECK(best_schedule(path, p, t, &source) == tuned);
+  CHECK_THAT(source, Contains("tuned schedule") && Contains("the current default measured"));
 }
 
 TEST_CASE("search space: every workload's seeds validate; decoding never fails otherwise", "[tuner]") {

@@ -12,12 +12,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
 #include "autotuner/Measurer.h"
 #include "autotuner/Tuner.h"
 #include "autotuner/TuningDB.h"
+#include "autotuner/WorkDir.h"
 #include "dsl/Workloads.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/defaults/Defaults.h"
@@ -27,6 +29,15 @@ using namespace pto::tuner;
 using Catch::Matchers::Contains;
 
 namespace {
+
+// The measurer work directories (pto-tune-*) in `dir`.
+std::vector<std::string> work_dirs(const std::string& dir) {
+  std::vector<std::string> r;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().filename().string().rfind("pto-tune-", 0) == 0) r.push_back(e.path().string());
+  return r;
+}
 
 std::string temp_path(const std::string& name) {
   const auto p = std::filesystem::temp_directory_path() / ("pto-test-" + std::to_string(getpid()) + "-" + name);
@@ -172,17 +183,56 @@ TEST_CASE("tune: faults are recorded and the search goes on; a fixed seed repeat
   CHECK(second == first);
 }
 
+TEST_CASE("tune: a resume measures a new default schedule, so best_schedule can trust the records", "[tuner][measure][db]") {
+  const Target t = parse_target("host");
+  const Program p = small_matmul();
+  const WorkloadKey key = WorkloadKey::of(p, t, 0);
+  TuneOptions o;
+  o.trials = 3;
+  o.strategy = "random";
+  o.measure = quick();
+  o.db_path = temp_path("newdefault.db");
+  tune(p, t, o);
+  // Pretend the records came from an older release whose default was another
+  // schedule: store a plain-schedule record as "the default" in a fresh DB.
+  const std::string old_db = temp_path("olddefault.db");
+  {
+    TuningDB src(o.db_path), dst(old_db);
+    for (TrialRecord r : src.trials(key)) {
+      if (r.strategy == "default") r.schedule_json = schedule_to_json_string(plain_schedule(p), -1);
+      dst.add_trial(key, p, r);
+    }
+  }
+  std::string source;
+  CHECK(best_schedule(old_db, p, t, &source) == default_schedule(p, t));
+  CHECK_THAT(source, Contains("run `pto tune"));
+  // The trials are used up (3 of 3), yet the rerun measures today's default.
+  o.db_path = old_db;
+  const TuneResult r = tune(p, t, o);
+  CHECK(r.measured == 1);
+  REQUIRE(r.history.size() == 4);
+  CHECK(r.history.back().strategy == "default");
+  CHECK(r.history.back().schedule_json == schedule_to_json_string(default_schedule(p, t), -1));
+  best_schedule(old_db, p, t, &source);
+  CHECK_THAT(source, !Contains("not measured against the current default"));
+}
+
 TEST_CASE("pto tune: kill -9 loses no committed trial, and a rerun resumes", "[tuner][measure][cli]") {
   const std::string exe = default_worker_exe();
   const std::string db = temp_path("kill.db");
   const Program p = make_workload("matmul", {{"M", 32}, {"N", 48}, {"K", 16}});
   const Target t = parse_target("host");
   const WorkloadKey key = WorkloadKey::of(p, t, 0);
+  // Its own temp dir, to see the work directory it leaves behind.
+  const std::string tmp = temp_path("kill-tmp");
+  std::filesystem::remove_all(tmp);
+  std::filesystem::create_directories(tmp);
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     freopen("/dev/null", "w", stderr);
     freopen("/dev/null", "w", stdout);
+    setenv("TMPDIR", tmp.c_str(), 1);
     execl(exe.c_str(), exe.c_str(), "tune", "matmul", "--set", "M=32", "--set", "N=48", "--set", "K=16", "--trials",
           "200", "--db", db.c_str(), "--strategy", "evolutionary", "--min-seconds", "0.01", "--no-compare",
           static_cast<char*>(nullptr));
@@ -206,9 +256,10 @@ TEST_CASE("pto tune: kill -9 loses no committed trial, and a rerun resumes", "[t
   REQUIRE(before >= 3);
   const auto kept = TuningDB(db).trials(key);
   CHECK(kept.size() >= before);  // nothing committed was lost
+  CHECK(work_dirs(tmp).size() == 1);  // kill -9 cannot be caught: its work dir stays ...
   // Resume: two more trials on top of what is there.
   const int want = static_cast<int>(kept.size()) + 2;
-  const auto [rc, out] = shell(exe + " tune matmul --set M=32 --set N=48 --set K=16 --trials " + std::to_string(want) +
+  const auto [rc, out] = shell("TMPDIR=" + tmp + " " + exe + " tune matmul --set M=32 --set N=48 --set K=16 --trials " + std::to_string(want) +
                                " --db " + db + " --min-seconds 0.01 --no-compare");
   INFO(out);
   CHECK(rc == 0);
@@ -224,6 +275,69 @@ TEST_CASE("pto tune: kill -9 loses no committed trial, and a rerun resumes", "[t
   CHECK(idx.size() == all.size());        // trial numbers continue, no reuse
   CHECK(schedules.size() == all.size());  // nothing measured twice
   CHECK(*idx.rbegin() >= want - 1);
+  CHECK(work_dirs(tmp).empty());  // ... until the next tuner starts (stale: pid gone) and its own is removed at exit
+  std::filesystem::remove_all(tmp);
+}
+
+TEST_CASE("pto tune: SIGINT and SIGTERM remove the work directory", "[tuner][measure][cli]") {
+  const std::string exe = default_worker_exe();
+  for (const int sig : {SIGINT, SIGTERM}) {
+    INFO("signal " << sig);
+    const std::string db = temp_path("sig.db");
+    const std::string tmp = temp_path("sig-tmp");
+    std::filesystem::remove_all(tmp);
+    std::filesystem::create_directories(tmp);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      freopen("/dev/null", "w", stderr);
+      freopen("/dev/null", "w", stdout);
+      setenv("TMPDIR", tmp.c_str(), 1);
+      execl(exe.c_str(), exe.c_str(), "tune", "softmax", "--set", "R=8", "--set", "C=64", "--trials", "200", "--db",
+            db.c_str(), "--min-seconds", "0.01", "--no-compare", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    // Wait for its work directory and its reference output (the search has started).
+    bool started = false;
+    for (int i = 0; i < 600 && !started; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (const auto& d : work_dirs(tmp)) started |= std::filesystem::exists(d + "/reference.bin");
+    }
+    kill(pid, sig);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(started);
+    CHECK(WIFSIGNALED(st));
+    CHECK(WTERMSIG(st) == sig);  // terminated as by the signal's default action
+    CHECK(work_dirs(tmp).empty());
+    std::filesystem::remove_all(tmp);
+  }
+}
+
+TEST_CASE("work dirs: stale ones (owner pid gone) are removed, live and foreign ones kept", "[tuner][measure]") {
+  const std::string tmp = temp_path("stale-tmp");
+  std::filesystem::remove_all(tmp);
+  std::filesystem::create_directories(tmp);
+  const pid_t dead = fork();  // a pid that surely does not run any more
+  REQUIRE(dead >= 0);
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  const std::string stale = tmp + "/pto-tune-" + std::to_string(dead) + "-abcdef";
+  const std::string old_name = tmp + "/pto-tune-ABCDEF";  // the format before pids: unknown owner, kept
+  const std::string other = tmp + "/pto-test-keep";
+  for (const auto& d : {stale, old_name, other}) std::filesystem::create_directories(d);
+  std::ofstream(stale + "/config.json") << "{}";
+  const std::string mine = make_work_dir(tmp);  // this process: alive
+  CHECK(mine.rfind(tmp + "/pto-tune-" + std::to_string(getpid()) + "-", 0) == 0);
+  const auto removed = clean_stale_work_dirs(tmp);
+  CHECK(removed == std::vector<std::string>{stale});
+  CHECK(!std::filesystem::exists(stale));
+  CHECK(std::filesystem::exists(old_name));
+  CHECK(std::filesystem::exists(other));
+  CHECK(std::filesystem::exists(mine));
+  remove_work_dir(mine);
+  CHECK(!std::filesystem::exists(mine));
+  std::filesystem::remove_all(tmp);
 }
 
 TEST_CASE("pto tune: exit codes and messages", "[tuner][cli]") {

@@ -100,6 +100,29 @@ def test_small_budget_tune_finds_a_correct_schedule_no_slower_than_baseline(mats
         mbr.tune(a, b, bias, trials=1, engine="nosuch")
 
 
+def test_cpp_engine_tunes_through_the_cpp_tuner_and_its_database(mats, tmp_path):
+    a, b, bias = mats
+
+    @pypto.kernel  # dynamic: the C++ tuner specializes this signature to its static shapes
+    def mbr(A, B, bias):
+        return pypto.relu(A @ B + bias)
+    db = str(tmp_path / "tune.db")
+    r = mbr.tune(a, b, bias, trials=3, seed=1, progress=False, min_seconds=0.01, engine="cpp", db=db)
+    assert len(r.trials) == 3 and len(r.records) == 3
+    assert r.records[0]["strategy"] == "default" and r.records[0]["status"] == "ok"
+    assert r.baseline_ms == r.records[0]["median_ms"] and r.best_ms <= r.baseline_ms
+    assert [c[1] for c in r.curve] == sorted((c[1] for c in r.curve), reverse=True)
+    for t in r.trials:
+        # The C++ worker checks each candidate against the f64 plain schedule within 1e-4 (exact f32).
+        assert t.status != "ok" or t.rel_error <= 1e-4
+    assert mbr.schedule(a, b, bias) == r.best_schedule
+    np.testing.assert_allclose(mbr(a, b, bias), mbr_ref(a, b, bias), **f32_matmul_tol(24))
+    # Same database: a rerun resumes (nothing measured again) and finds the same best.
+    again = mbr.tune(a, b, bias, trials=3, seed=1, progress=False, min_seconds=0.01, engine="cpp", db=db)
+    assert [t["schedule"] for t in again.records] == [t["schedule"] for t in r.records]
+    assert again.best_schedule == r.best_schedule
+
+
 def test_export_then_ctypes_load(mats, tmp_path):
     a, b, bias = mats
 

@@ -27,6 +27,7 @@
 #include "autotuner/Tuner.h"
 #include "autotuner/TuningDB.h"
 #include "autotuner/Worker.h"
+#include "autotuner/WorkDir.h"
 #include "backends/Generator.h"
 #include "tools/pto/GenCommand.h"
 #include "backends/Jit.h"
@@ -165,6 +166,8 @@ int cmd_tune(TuneArgs& a) {
   if (!t.runs_here()) throw TargetError("pto tune: target '" + t.name + "' cannot run on this machine, so it cannot be measured here");
   if (a.o.db_path.empty()) a.o.db_path = tuner::default_db_path();
   const bool tty = isatty(2);
+  // Ctrl-C / SIGTERM must not leave the measurer's /tmp/pto-tune-* directory behind.
+  tuner::remove_work_dirs_on_signals();
   std::fprintf(stderr, "pto tune: %s on %s, strategy %s, seed %llu, database %s\n", p.name().c_str(), t.name.c_str(),
                a.o.strategy.c_str(), static_cast<unsigned long long>(a.o.seed), a.o.db_path.c_str());
   const tuner::TuneResult r = tuner::tune(p, t, a.o, [&](const tuner::TuneProgress& pr) {

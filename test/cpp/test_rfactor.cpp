@@ -1,0 +1,254 @@
+// The rfactor directive (RFactor in schedules/Schedule.h): vectorized partial
+// reductions. Every numeric check compares with the float64 interpreter; the
+// error cases check that validation names the stage, the value and the valid
+// choices; JSON round trips; explain; defaults and the search space use it.
+#include <catch2/catch.hpp>
+
+#include "Helpers.h"
+#include "autotuner/SearchSpace.h"
+#include "backends/Target.h"
+#include "dsl/Workloads.h"
+#include "schedules/Explain.h"
+#include "schedules/ScheduleJson.h"
+#include "schedules/Validate.h"
+#include "schedules/defaults/Defaults.h"
+
+using namespace pto;
+using namespace pto::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// r(i) = op over j in [0, 96) of X(i, j).
+Program row_reduction(ReduceOp op) {
+  Program p("rowred");
+  const Tensor x = p.input("X", {5, 96});
+  p.output(p.define_reduce("r", {"i"}, {5}, op, {{"j", Dim(96)}}, x(var("i"), var("j")), OpKind::Reduction, "reduce"));
+  return p;
+}
+
+Schedule with_rfactor(const std::string& stage, const std::string& rvar, int factor) {
+  Schedule s;
+  s[stage].rfactor = RFactor{rvar, factor};
+  return s;
+}
+
+double check(const Program& p, const Schedule& s, const std::map<std::string, HostTensor>& in, double rtol, double atol) {
+  const Target t = parse_target("host");
+  const Kernel k(p, s, t);
+  const auto got = run_f32(k, in);
+  const auto want = interpret(p, in);
+  return tolerance_ratio(got[0], want.at(p.outputs()[0]), rtol, atol);
+}
+
+}  // namespace
+
+TEST_CASE("rfactor: sum, prod, min, max rows match float64", "[rfactor]") {
+  std::mt19937 rng(11);
+  for (const ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max}) {
+    // Products of 96 values stay in range for inputs in [0.5, 1.5].
+    const auto x = op == ReduceOp::Prod ? random_tensor({5, 96}, rng, 0.5, 1.5) : random_tensor({5, 96}, rng);
+    const Program p = row_reduction(op);
+    for (const int f : {8, 16, 32, 96}) {
+      INFO(to_string(op) << " factor " << f);
+      // Tolerances: inputs are rounded to f32 once (relative 2^-24 = 6e-8); min/max
+      // are then exact. A reassociated f32 sum of 96 terms in [-1, 1] errs by at most
+      // 96 * 2^-24 * sum |x| <= 96 * 6e-8 * 96 = 5.5e-4 absolute; a product of 96
+      // factors by at most 2 * 96 * 2^-24 = 1.2e-5 relative.
+      const double rtol = op == ReduceOp::Prod ? 1.2e-5 : 6e-8, atol = op == ReduceOp::Sum ? 5.5e-4 : 1e-30;
+      CHECK(check(p, with_rfactor("r", "j", f), {{"X", x}}, rtol, atol) <= 1.0);
+    }
+  }
+}
+
+TEST_CASE("rfactor: a reduction over two variables, a total and a contraction", "[rfactor]") {
+  std::mt19937 rng(12);
+  {
+    // s(i) = sum over k in [0, 4), j in [0, 64) of X(i, k, j): rfactor one, the other stays a reduction of the intermediate.
+    Program p("two_rvars");
+    const Tensor x = p.input("X", {4, 4, 64});
+    p.output(p.define_reduce("s", {"i"}, {4}, ReduceOp::Sum, {{"k", Dim(4)}, {"j", Dim(64)}},
+                             x(var("i"), var("k"), var("j")), OpKind::Reduction, "reduce"));
+    const std::map<std::string, HostTensor> in = {{"X", random_tensor({4, 4, 64}, rng)}};
+    // 256 terms in [-1, 1]: 256 * 2^-24 * 256 = 3.9e-3 absolute.
+    CHECK(check(p, with_rfactor("s", "j", 16), in, 6e-8, 3.9e-3) <= 1.0);
+    CHECK(check(p, with_rfactor("s", "k", 4), in, 6e-8, 3.9e-3) <= 1.0);
+  }
+  {
+    // A rank-0 total: the intermediate is computed once.
+    Program p("total");
+    const Tensor x = p.input("X", {256});
+    p.output(p.define_reduce("t", {}, {}, ReduceOp::Max, {{"j", Dim(256)}}, x(var("j")), OpKind::Reduction, "reduce"));
+    const std::map<std::string, HostTensor> in = {{"X", random_tensor({256}, rng)}};
+    CHECK(check(p, with_rfactor("t", "j", 32), in, 6e-8, 1e-30) <= 1.0);  // exact up to the input rounding
+  }
+  {
+    // C = A @ B with the k loop rfactored (16 partial dot products per point).
+    const Program p = make_workload("matmul", {{"M", 8}, {"N", 24}, {"K", 64}});
+    const std::string mm = p.outputs()[0];
+    const std::map<std::string, HostTensor> in = {{"A", random_tensor({8, 64}, rng)}, {"B", random_tensor({64, 24}, rng)}};
+    Schedule s = with_rfactor(mm, p.stage(mm).rvars[0].name, 16);
+    s[mm].loops.parallel = {p.stage(mm).vars[0]};
+    // 64 products in [-1, 1]: 64 * 2^-24 * 64 * 2 (products round too) = 4.9e-4 absolute.
+    CHECK(check(p, s, in, 1.2e-7, 4.9e-4) <= 1.0);
+  }
+}
+
+TEST_CASE("rfactor: with a wider accumulator than the storage, and inside a consumer", "[rfactor]") {
+  // r(i) = sum_j X(i, j) stored in bf16, accumulated in f32 (its own accumulator Func,
+  // which rfactor splits), computed per row of its consumer y(i) = 2 r(i).
+  Program p("narrow");
+  const Tensor x = p.input("X", {6, 128});
+  const Tensor r = p.define_reduce("r", {"i"}, {6}, ReduceOp::Sum, {{"j", Dim(128)}}, x(var("i"), var("j")),
+                                   OpKind::Reduction, "reduce");
+  p.output(p.define("y", {"i"}, {6}, r(var("i")) * 2.0, OpKind::Elementwise, "mul"));
+  Schedule s = with_rfactor("r", "j", 32);
+  s["r"].precision.storage = DType::BF16;
+  s["r"].precision.accumulate = DType::F32;
+  s["r"].compute = {Placement::Kind::At, "y", "i"};
+  std::mt19937 rng(15);
+  // bf16 storage rounds |2 r| <= 256 to 2^-9 relative (3.9e-3 with margin); the f32
+  // sum of 128 terms adds 128 * 2^-24 * 128 * 2 = 2e-3 absolute.
+  CHECK(check(p, s, {{"X", random_tensor({6, 128}, rng)}}, 3.9e-3, 2e-3) <= 1.0);
+}
+
+TEST_CASE("rfactor: softmax and layer_norm defaults use it and match float64", "[rfactor]") {
+  const Target t = parse_target("host");
+  std::mt19937 rng(13);
+  for (const std::string w : {"softmax", "layer_norm"}) {
+    INFO(w);
+    const Program p = make_workload(w, {{"R", 6}, {"C", 768}});
+    const Schedule s = default_schedule(p, t);
+    int rfactored = 0;
+    for (const auto& [name, ss] : s.stages) rfactored += ss.rfactor.has_value();
+    CHECK(rfactored == 2);  // softmax: max and sum; layer_norm: mean and variance sums
+    std::map<std::string, HostTensor> in;
+    for (const auto& i : p.inputs()) {
+      std::vector<int64_t> shape;
+      for (const Dim& d : i.shape) shape.push_back(d.value);
+      in[i.name] = random_tensor(shape, rng);
+    }
+    // Row statistics over 768 f32 values and a few f32 ops per element: relative
+    // to O(1) outputs, 768 * 2^-24 = 4.6e-5 bounds the sums' reassociation.
+    CHECK(check(p, s, in, 1e-4, 1e-5) <= 1.0);
+    CHECK_THAT(explain(p, s, &t), Contains("rfactor of") && Contains("vectorized x32"));
+  }
+}
+
+TEST_CASE("rfactor: validation errors name the stage, the value and what is valid", "[rfactor][errors]") {
+  const Target t = parse_target("host");
+  const Program p = row_reduction(ReduceOp::Sum);
+  auto fails = [&](const Schedule& s, const std::string& text) {
+    INFO(text);
+    CHECK_THROWS_AS(validate(p, s, &t), ScheduleError);
+    CHECK_THROWS_WITH(validate(p, s, &t), Contains(text));
+  };
+  fails(with_rfactor("r", "k", 16), "stage 'r': rfactor names unknown reduction variable 'k'; its reduction variables: j");
+  fails(with_rfactor("r", "j", 10), "factor 10 for 'j' (extent 96) must be at least 2, at most 256 and divide the extent; e.g. 2, 4, 8, 16, 32");
+  fails(with_rfactor("r", "j", 192), "factor 192");
+  fails(with_rfactor("r", "j", 1), "at least 2");
+  fails(with_rfactor("r", "j", 24), "factor 24 does not fit target");  // 16 lanes of f32
+  Schedule s = with_rfactor("r", "j", 16);
+  s["r"].update = LoopSchedule{};
+  fails(s, "cannot be combined with \"update\" directives");
+  s = with_rfactor("r", "j", 16);
+  s["r"].accumulator_at = "i";
+  fails(s, "cannot be combined with accumulator_at");
+  s = with_rfactor("r", "j", 16);
+  s["r"].pipeline.prefetch = {{"X", "j", 1}};
+  fails(s, "cannot be combined with prefetch");
+  s = with_rfactor("r", "j", 16);
+  s["r"].cache = {{"X", "i", false}};
+  fails(s, "cannot be combined with cache");
+
+  // argmax returns an index: not associative in Halide's sense.
+  Program pa("arg");
+  const Tensor x = pa.input("X", {5, 96});
+  pa.output(pa.define_reduce("a", {"i"}, {5}, ReduceOp::ArgMax, {{"j", Dim(96)}}, x(var("i"), var("j")), OpKind::Reduction, "argmax"));
+  CHECK_THROWS_WITH(validate(pa, with_rfactor("a", "j", 16), &t),
+                    Contains("stage 'a': rfactor of a argmax reduction") && Contains("sum, prod, min and max"));
+
+  // A pure stage has nothing to rfactor.
+  const Program sm = make_workload("softmax", {{"R", 4}, {"C", 64}});
+  CHECK_THROWS_WITH(validate(sm, with_rfactor("Y", "j", 16), &t), Contains("stage 'Y' has no reduction"));
+
+  // A symbolic reduction extent.
+  Program ps("sym");
+  const Tensor xs = ps.input("X", {Dim(4), Dim::symbol("C")});
+  ps.output(ps.define_reduce("m", {"i"}, {4}, ReduceOp::Max, {{"j", Dim::symbol("C")}}, xs(var("i"), var("j")), OpKind::Reduction, "max"));
+  CHECK_THROWS_WITH(validate(ps, with_rfactor("m", "j", 16), &t), Contains("extent 'C' is symbolic"));
+
+  // Producers cannot be placed at the reduction loop that rfactor replaces.
+  Program pp("prod");
+  const Tensor xp = pp.input("X", {5, 96});
+  const Tensor e = pp.define("e", {"i", "j"}, {5, 96}, xp(var("i"), var("j")) * 2.0, OpKind::Elementwise, "mul");
+  pp.output(pp.define_reduce("r", {"i"}, {5}, ReduceOp::Sum, {{"j", Dim(96)}}, e(var("i"), var("j")), OpKind::Reduction, "reduce"));
+  Schedule sp = with_rfactor("r", "j", 16);
+  sp["e"].compute = {Placement::Kind::At, "r", "j"};
+  CHECK_THROWS_WITH(validate(pp, sp, &t), Contains("no such loop; its loops (of its update): i"));
+  sp["e"].compute = {Placement::Kind::At, "r", "i"};  // per row: fine, and correct
+  validate(pp, sp, &t);
+  std::mt19937 rng(14);
+  // 96 terms 2x in [-2, 2]: 96 * 2^-24 * 192 = 1.1e-3 absolute.
+  CHECK(check(pp, sp, {{"X", random_tensor({5, 96}, rng)}}, 6e-8, 1.1e-3) <= 1.0);
+}
+
+TEST_CASE("rfactor: strict JSON and round trip", "[rfactor][json]") {
+  const std::string text = R"({"schema": 1, "stages": {"r": {"rfactor": {"rvar": "j", "factor": 16}}}})";
+  const Schedule s = schedule_from_json_string(text);
+  REQUIRE(s.find("r"));
+  REQUIRE(s.find("r")->rfactor);
+  CHECK(s.find("r")->rfactor->rvar == "j");
+  CHECK(s.find("r")->rfactor->factor == 16);
+  CHECK(schedule_from_json_string(schedule_to_json_string(s, 2)) == s);
+  CHECK_THROWS_WITH(schedule_from_json_string(R"({"schema": 1, "stages": {"r": {"rfactor": {"rvar": "j"}}}})"),
+                    Contains("stages.r.rfactor") && Contains("needs \"rvar\" and \"factor\""));
+  CHECK_THROWS_WITH(schedule_from_json_string(R"({"schema": 1, "stages": {"r": {"rfactor": {"rvar": "j", "factor": 16, "lanes": 2}}}})"),
+                    Contains("lanes"));
+  CHECK_THROWS_WITH(schedule_from_json_string(R"({"schema": 1, "stages": {"r": {"rfactor": {"rvar": "j", "factor": 1}}}})"),
+                    Contains("stages.r.rfactor.factor"));
+  CHECK_THROWS_AS(schedule_from_json_string(R"({"schema": 1, "stages": {"r": {"rfactor": [16]}}})"), ScheduleError);
+}
+
+TEST_CASE("rfactor: explain shows the intermediate", "[rfactor]") {
+  const Target t = parse_target("host");
+  const Program p = row_reduction(ReduceOp::Max);
+  const std::string e = explain(p, with_rfactor("r", "j", 16), &t);
+  CHECK_THAT(e, Contains("intermediate r__rf: rfactor of j by 16 (j = j_o * 16 + j_lane), per point"));
+  CHECK_THAT(e, Contains("for j_o in [0, 6):"));
+  CHECK_THAT(e, Contains("vectorized x16 for j_lane in [0, 16): r__rf(i, j_lane) = max(r__rf(i, j_lane), X(i, j))"));
+  CHECK_THAT(e, Contains("for j_lane in [0, 16):"));
+  CHECK_THAT(e, Contains("r(i) = max(r(i), r__rf(i, j_lane))"));
+}
+
+TEST_CASE("rfactor: the search space offers it and its schedules validate", "[rfactor][tuner]") {
+  const Target t = parse_target("host");
+  const Program p = make_workload("softmax", {{"R", 8}, {"C", 768}});
+  const tuner::SearchSpace space(p, t);
+  int knobs = 0;
+  for (const auto& k : space.knobs())
+    if (k.name == "rfactor") {
+      ++knobs;
+      CHECK(k.values == std::vector<int64_t>{0, 16, 32, 64});
+    }
+  CHECK(knobs == 2);  // the row max and the row sum
+  bool seeded = false;
+  for (const auto& g : space.seeds()) {
+    const Schedule s = space.decode(g);
+    validate(p, s, &t);
+    for (const auto& [n, ss] : s.stages) seeded |= ss.rfactor.has_value();
+  }
+  CHECK(seeded);
+  std::mt19937_64 rng(3);
+  int with = 0;
+  for (int i = 0; i < 200; ++i) {
+    const Schedule s = space.decode(space.random(rng));
+    try {
+      validate(p, s, &t);
+    } catch (const ScheduleError&) {
+      continue;  // other knobs may combine invalidly; rfactor itself must not be the reason
+    }
+    for (const auto& [n, ss] : s.stages) with += ss.rfactor.has_value();
+  }
+  CHECK(with > 0);
+}
