@@ -5,7 +5,10 @@
 //   build/bin/bench_resnet50 [--layers 0,2,6] [--json FILE] [--no-ort] [--db FILE]
 //
 // oneDNN runs in its preferred (blocked) layouts with weights reordered once,
-// i.e. its best case; PTO reads and writes plain NCHW.
+// i.e. its best case; PTO reads and writes channels-last NHWC with HWIO weights
+// (models::resnet_conv: conv2d_nhwc), ONNX Runtime plain NCHW (its native layout).
+// GFLOP/s are the layer's 2 * N * O * OH * OW * C * KH * KW, not program_flops()
+// (which would count the padding guards and the padded copy).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <filesystem>
@@ -128,15 +131,30 @@ int main(int argc, char** argv) {
       std::vector<float> b = bench::random_floats(static_cast<size_t>(l.cout), rng, -0.1f, 0.1f);
       const int64_t o = l.out_hw();
       std::vector<float> out(static_cast<size_t>(l.cout * o * o));
-      const std::vector<BufferRef> ins{{x.data(), DType::F32, {1, l.cin, l.hw, l.hw}, {}},
-                                       {w.data(), DType::F32, {l.cout, l.cin, l.kernel, l.kernel}, {}},
+      // PTO's channels-last copies: X NCHW -> NHWC, W OIHW -> HWIO; its NHWC
+      // output is transposed back to NCHW (outside the timing) for the check.
+      std::vector<float> xh(x.size()), wh(w.size()), outh(out.size());
+      for (int64_t c = 0; c < l.cin; ++c)
+        for (int64_t i = 0; i < l.hw * l.hw; ++i) xh[static_cast<size_t>(i * l.cin + c)] = x[static_cast<size_t>(c * l.hw * l.hw + i)];
+      const int64_t kk = l.kernel * l.kernel;
+      for (int64_t co = 0; co < l.cout; ++co)
+        for (int64_t c = 0; c < l.cin; ++c)
+          for (int64_t k = 0; k < kk; ++k)
+            wh[static_cast<size_t>((k * l.cin + c) * l.cout + co)] = w[static_cast<size_t>((co * l.cin + c) * kk + k)];
+      const std::vector<BufferRef> ins{{xh.data(), DType::F32, {1, l.hw, l.hw, l.cin}, {}},
+                                       {wh.data(), DType::F32, {l.kernel, l.kernel, l.cin, l.cout}, {}},
                                        {b.data(), DType::F32, {l.cout}, {}}};
-      const std::vector<BufferRef> outs{{out.data(), DType::F32, {1, l.cout, o, o}, {}}};
+      const std::vector<BufferRef> outs{{outh.data(), DType::F32, {1, o, o, l.cout}, {}}};
+      auto to_nchw = [&] {
+        for (int64_t co = 0; co < l.cout; ++co)
+          for (int64_t i = 0; i < o * o; ++i) out[static_cast<size_t>(co * o * o + i)] = outh[static_cast<size_t>(i * l.cout + co)];
+      };
       // f32 sums of up to 4608 products: 1e-4 of the output scale.
       const double tol = 1e-4;
       auto run_pto = [&](const std::string& impl, const Schedule& s) {
         const Kernel k(p, s, t);
         k.run(ins, outs);
+        to_nchw();
         const double err = check(l, x, w, b, out, rng);
         std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label.c_str(), impl.c_str(), err, err <= tol ? "OK" : "FAILED");
         if (err > tol) throw Error(impl + " gives a wrong answer on " + label);

@@ -34,7 +34,15 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
 // tile: (rows, contiguous columns) for matmul, (output channels, output
 // width) for an NCHW convolution (each loaded input value is reused across
 // the channels, each weight across the width).
+bool channels_last_conv(const Stage& st) {
+  return st.kind == OpKind::Convolution && st.vars.size() == 4 && st.vars.back() == "o";
+}
+
+// A channels-last convolution ([n, y, x, o]: conv2d_nhwc) tiles (output
+// width, output channels) like a matmul's (rows, columns): o is always wide
+// enough for whole vectors, also where the image is 7 pixels wide.
 std::pair<size_t, size_t> tile_dims(const Stage& st) {
+  if (channels_last_conv(st)) return {2, 3};
   if (st.kind == OpKind::Convolution && st.vars.size() == 4) return {1, 3};
   return {st.vars.size() - 2, st.vars.size() - 1};
 }
@@ -76,6 +84,75 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   // Parallel over column tiles, or over the convolution's output rows.
   ls.parallel = {conv ? e.vars[2] : col + "_o"};
   return row + "_o";
+}
+
+// The register tile of a channels-last convolution's epilogue `e` (or of the
+// convolution itself): x_i rows by o_i columns of accumulators. The tile is
+// chosen by a throughput model of one reduction step: tr * v FMAs (2 per cycle)
+// against tr broadcasts + v weight vectors (2 loads per cycle), times the tiles
+// needed to cover the (x, o) plane with whole tiles, so that 7- and 14-wide
+// maps get 7 / 14 rows (ResNet's widths are all multiples of 7) instead of 6
+// rows plus a shifted, mostly recomputed second tile. Accumulators, weight
+// vectors and one broadcast must fit the register file.
+//
+// Loop order: where the weights outweigh the input (the deep 14x14 and 7x7
+// layers: up to 9 MB of weights for 49 pixels), channel tiles go outermost and
+// in parallel, so each weight panel is read once and the small input stays in
+// L2; otherwise output rows go outermost and in parallel (56x56 maps, 64-256
+// channels), each thread keeping its few input rows cache-resident.
+std::string channels_last_tile(const Program& p, const Stage& conv, const Stage& e, const Target& t, LoopSchedule& ls) {
+  const int lanes = t.vector_lanes(DType::F32);
+  const int regs = t.vector_bits >= 512 ? 32 : 16;
+  const int64_t rows = static_extent(e.shape[2]), cols = static_extent(e.shape[3]);
+  int64_t tr = 6, tc = 4 * lanes;
+  if (rows > 0 && cols > 0) {
+    double best = -1;
+    for (int64_t v = 1; v * lanes <= cols && v <= 4; ++v) {
+      const int64_t max_r = std::min<int64_t>({(regs - 1 - v) / v, rows, 14});
+      for (int64_t r = 1; r <= max_r; ++r) {
+        const double step = std::max({r * v / 2.0, (r + v) / 2.0, 4.0});
+        const double tiles = double((rows + r - 1) / r) * double((cols + v * lanes - 1) / (v * lanes));
+        const double cost = tiles * step;
+        // Ties: more accumulators (fewer, larger tiles).
+        if (best < 0 || cost < best - 1e-9 || (cost < best + 1e-9 && r * v > tr * (tc / lanes)))
+          best = cost, tr = r, tc = v * lanes;
+      }
+    }
+  }
+  const std::string x = e.vars[2], o = e.vars[3];
+  ls.tile[x] = {tr};
+  ls.tile[o] = {tc};
+  int64_t w_elems = 1, x_elems = 1;
+  const auto reads = conv.reads();
+  if (reads.size() == 2) {
+    for (const Dim& d : p.tensor(reads[0]).shape) x_elems *= std::max<int64_t>(static_extent(d), 1);
+    for (const Dim& d : p.tensor(reads[1]).shape) w_elems *= std::max<int64_t>(static_extent(d), 1);
+  }
+  const bool weights_first = w_elems > x_elems && cols > tc;
+  if (weights_first) {
+    ls.order = {o + "_o", e.vars[0], e.vars[1], x + "_o", x + "_i", o + "_i"};
+    ls.parallel = {o + "_o"};
+  } else {
+    ls.order = {e.vars[0], e.vars[1], o + "_o", x + "_o", x + "_i", o + "_i"};
+    ls.parallel = {e.vars[1]};
+  }
+  ls.vectorize = o + "_i";
+  ls.vector_width = lanes;
+  return x + "_o";
+}
+
+// The padded input of a channels-last convolution (conv2d_nhwc's `_pad`
+// stage): materialized once at root, rows in parallel, channels vectorized,
+// so the convolution's reduction body is a plain load.
+LoopSchedule padded_input(const Stage& pad, const Target& t) {
+  LoopSchedule ls;
+  const int lanes = t.vector_lanes(pad.dtype);
+  if (static_extent(pad.shape.back()) >= lanes && lanes > 1) {
+    ls.vectorize = pad.vars.back();
+    ls.vector_width = lanes;
+  }
+  ls.parallel = {pad.vars[1]};
+  return ls;
 }
 
 // The micro-kernel: reduction loops outside, the register tile's rows
@@ -128,10 +205,11 @@ bool transposed_operand(const Stage& mm, const std::string& tensor, std::pair<si
 }
 
 // mm computed per register tile of its elementwise epilogue `e`.
-void contraction_with_epilogue(const Stage& mm, const Stage& e, const Target& t, Schedule& s) {
+void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e, const Target& t, Schedule& s) {
   const auto rc = tile_dims(mm);
   StageSchedule& es = s[e.name];
-  const std::string at = register_tile(e, rc, t, es.loops, mm.kind == OpKind::Convolution);
+  const std::string at = channels_last_conv(mm) ? channels_last_tile(p, mm, e, t, es.loops)
+                                                : register_tile(e, rc, t, es.loops, mm.kind == OpKind::Convolution);
   StageSchedule& ms = s[mm.name];
   ms.compute = {Placement::Kind::At, e.name, at};
   ms.loops.vectorize = mm.vars[rc.second];
@@ -145,7 +223,8 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   const auto rc = tile_dims(mm);
   StageSchedule& ms = s[mm.name];
   ms.loops = LoopSchedule{};
-  ms.accumulator_at = register_tile(mm, rc, t, ms.loops, mm.kind == OpKind::Convolution);
+  ms.accumulator_at = channels_last_conv(mm) ? channels_last_tile(p, mm, mm, t, ms.loops)
+                                             : register_tile(mm, rc, t, ms.loops, mm.kind == OpKind::Convolution);
   ms.update = micro_kernel(mm, rc, t, static_tile(mm, rc));
   // Pack the panel of the second operand each column tile reads (K x tile
   // columns, reused by every row tile): without it, its rows are a full row
@@ -256,9 +335,21 @@ Schedule default_schedule(const Program& p, const Target& t) {
     }
     if (root) {
       s.stages.erase(root->name);
-      contraction_with_epilogue(st, *root, t, s);
+      contraction_with_epilogue(p, st, *root, t, s);
     } else {
       contraction_alone(p, st, t, s);
+    }
+  }
+  // The padded input a channels-last convolution reads (instead of an inline
+  // guard in its reduction body).
+  for (const Stage& st : p.stages()) {
+    if (!channels_last_conv(st) || !st.reduce) continue;
+    for (const std::string& r : st.reads()) {
+      const Stage* pad = p.find_stage(r);
+      if (!pad || pad->op != "pad" || pad->reduce || pad->vars.size() != 4 || is_output(p, r)) continue;
+      StageSchedule& ps = s[r];
+      ps = StageSchedule{};
+      ps.loops = padded_input(*pad, t);
     }
   }
   // Row-wise normalizations.
