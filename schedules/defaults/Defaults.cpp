@@ -90,17 +90,28 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
 // convolution itself): x_i rows by o_i columns of accumulators. The tile is
 // chosen by a throughput model of one reduction step: tr * v FMAs (2 per cycle)
 // against tr broadcasts + v weight vectors (2 loads per cycle), times the tiles
-// needed to cover the (x, o) plane with whole tiles, so that 7- and 14-wide
-// maps get 7 / 14 rows (ResNet's widths are all multiples of 7) instead of 6
-// rows plus a shifted, mostly recomputed second tile. Accumulators, weight
-// vectors and one broadcast must fit the register file.
+// needed to cover the (x, o) plane with whole tiles, so that 7-wide maps get 7
+// rows (ResNet's widths are all multiples of 7) instead of 6 rows plus a
+// shifted, mostly recomputed second tile; ties go to fewer loads per FMA.
+// Accumulators, weight vectors and one broadcast must fit the register file
+// (7 x 4 vectors would leave none for the broadcast: LLVM then shuffles and
+// spills accumulators every step, measured 10% slower than 14 x 2).
 //
-// Loop order: where the weights outweigh the input (the deep 14x14 and 7x7
-// layers: up to 9 MB of weights for 49 pixels), channel tiles go outermost and
-// in parallel, so each weight panel is read once and the small input stays in
-// L2; otherwise output rows go outermost and in parallel (56x56 maps, 64-256
-// channels), each thread keeping its few input rows cache-resident.
-std::string channels_last_tile(const Program& p, const Stage& conv, const Stage& e, const Target& t, LoopSchedule& ls) {
+// Output rows go outermost and in parallel (56x56 maps, 64-256 channels: the
+// weights are small and stay cache-resident, each thread reads its few input
+// rows). Layers whose weights outweigh their input take `weights_outer`.
+bool weights_outweigh_input(const Program& p, const Stage& conv) {
+  const auto reads = conv.reads();
+  if (reads.size() != 2) return false;
+  auto elems = [&](const std::string& n) {
+    int64_t r = 1;
+    for (const Dim& d : p.tensor(n).shape) r *= std::max<int64_t>(static_extent(d), 1);
+    return r;
+  };
+  return elems(reads[1]) > elems(reads[0]);
+}
+
+std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls) {
   const int lanes = t.vector_lanes(DType::F32);
   const int regs = t.vector_bits >= 512 ? 32 : 16;
   const int64_t rows = static_extent(e.shape[2]), cols = static_extent(e.shape[3]);
@@ -113,8 +124,9 @@ std::string channels_last_tile(const Program& p, const Stage& conv, const Stage&
         const double step = std::max({r * v / 2.0, (r + v) / 2.0, 4.0});
         const double tiles = double((rows + r - 1) / r) * double((cols + v * lanes - 1) / (v * lanes));
         const double cost = tiles * step;
-        // Ties: more accumulators (fewer, larger tiles).
-        if (best < 0 || cost < best - 1e-9 || (cost < best + 1e-9 && r * v > tr * (tc / lanes)))
+        // Ties: fewer loads per FMA.
+        const int64_t bv = tc / lanes;
+        if (best < 0 || cost < best - 1e-9 || (cost < best + 1e-9 && double(r + v) / double(r * v) < double(tr + bv) / double(tr * bv)))
           best = cost, tr = r, tc = v * lanes;
       }
     }
@@ -122,23 +134,70 @@ std::string channels_last_tile(const Program& p, const Stage& conv, const Stage&
   const std::string x = e.vars[2], o = e.vars[3];
   ls.tile[x] = {tr};
   ls.tile[o] = {tc};
-  int64_t w_elems = 1, x_elems = 1;
-  const auto reads = conv.reads();
-  if (reads.size() == 2) {
-    for (const Dim& d : p.tensor(reads[0]).shape) x_elems *= std::max<int64_t>(static_extent(d), 1);
-    for (const Dim& d : p.tensor(reads[1]).shape) w_elems *= std::max<int64_t>(static_extent(d), 1);
-  }
-  const bool weights_first = w_elems > x_elems && cols > tc;
-  if (weights_first) {
-    ls.order = {o + "_o", e.vars[0], e.vars[1], x + "_o", x + "_i", o + "_i"};
-    ls.parallel = {o + "_o"};
-  } else {
-    ls.order = {e.vars[0], e.vars[1], o + "_o", x + "_o", x + "_i", o + "_i"};
-    ls.parallel = {e.vars[1]};
-  }
+  ls.order = {e.vars[0], e.vars[1], o + "_o", x + "_o", x + "_i", o + "_i"};
+  ls.parallel = {e.vars[1]};
   ls.vectorize = o + "_i";
   ls.vector_width = lanes;
   return x + "_o";
+}
+
+// A channels-last convolution whose weights outweigh its input (the deep
+// 28x28 to 7x7 layers: up to 9 MB of weights for 49 pixels) reads each weight
+// once per channel tile: channel tiles outermost and in parallel, one
+// accumulator buffer per channel tile and image (<= 28x28 x 32 floats, in L1
+// or L2) and the reduction blocked over input channels, so that a block of the
+// weight panel (KH*KW*16 rows of 32 channels) stays in L1 while every pixel
+// tile reads it. The register tile spans yt output rows of xt pixels: a 7-wide
+// map gets 2 x 7 pixels x 2 vectors, enough independent accumulators per
+// weight vector loaded (7 x 2 alone leaves the kernel waiting on weights).
+// Weights are not packed: the copy of a 9 MB tensor costs more than the
+// strided 128-byte rows it would replace.
+void weights_outer(const Stage& mm, const Target& t, StageSchedule& ms) {
+  const int lanes = t.vector_lanes(DType::F32);
+  const int regs = t.vector_bits >= 512 ? 32 : 16;
+  const std::string n = mm.vars[0], y = mm.vars[1], x = mm.vars[2], o = mm.vars[3];
+  const int64_t OH = static_extent(mm.shape[1]), OW = static_extent(mm.shape[2]), O = static_extent(mm.shape[3]);
+  const int64_t v = std::max<int64_t>(1, std::min<int64_t>(2, O / lanes));
+  const int64_t rmax = (regs - 1 - v) / v;  // accumulators + weight vectors + one broadcast
+  // Pixels per row of the tile: the fewest computed (whole tiles), then the widest.
+  int64_t xt = 1;
+  for (int64_t c = 1; c <= std::min(OW, rmax); ++c)
+    if ((OW + c - 1) / c * c <= (OW + xt - 1) / xt * xt) xt = c;
+  const int64_t yt = std::max<int64_t>(1, std::min(OH, rmax / xt));
+  ms.loops = LoopSchedule{};
+  ms.loops.tile[o] = {v * lanes};
+  ms.loops.order = {o + "_o", n, y, x, o + "_i"};
+  ms.loops.parallel = {o + "_o"};
+  ms.loops.vectorize = o + "_i";
+  ms.loops.vector_width = lanes;
+  ms.accumulator_at = n;
+  LoopSchedule up;
+  up.tile[y] = {yt};
+  up.tile[x] = {xt};
+  // Input-channel blocks of >= 128 reduction steps per pixel tile (16 for a
+  // 3x3 kernel, 128 for a 1x1), so that loading and storing the accumulators
+  // around each block stays small against its FMAs.
+  std::string cin;
+  int64_t C = 0, taps = 1;
+  for (const RVar& r : mm.rvars) {
+    if (r.name == "c") cin = r.name, C = static_extent(r.extent);
+    else taps *= std::max<int64_t>(1, static_extent(r.extent));
+  }
+  int64_t cb = 16;
+  while (cb * taps < 128) cb *= 2;
+  const bool kblock = !cin.empty() && C > cb && C % cb == 0;
+  if (kblock) up.tile[cin] = {cb};
+  up.order = {n};
+  if (kblock) up.order.push_back(cin + "_o");
+  for (const std::string& l : {y + "_o", x + "_o"}) up.order.push_back(l);
+  for (const RVar& r : mm.rvars) up.order.push_back(r.name == cin && kblock ? cin + "_i" : r.name);
+  for (const std::string& l : {y + "_i", x + "_i", o}) up.order.push_back(l);
+  up.vectorize = o;
+  up.vector_width = lanes;
+  up.unroll[y + "_i"] = 0;
+  up.unroll[x + "_i"] = 0;
+  up.unroll[o] = 0;
+  ms.update = up;
 }
 
 // The padded input of a channels-last convolution (conv2d_nhwc's `_pad`
@@ -208,7 +267,7 @@ bool transposed_operand(const Stage& mm, const std::string& tensor, std::pair<si
 void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e, const Target& t, Schedule& s) {
   const auto rc = tile_dims(mm);
   StageSchedule& es = s[e.name];
-  const std::string at = channels_last_conv(mm) ? channels_last_tile(p, mm, e, t, es.loops)
+  const std::string at = channels_last_conv(mm) ? channels_last_tile(e, t, es.loops)
                                                 : register_tile(e, rc, t, es.loops, mm.kind == OpKind::Convolution);
   StageSchedule& ms = s[mm.name];
   ms.compute = {Placement::Kind::At, e.name, at};
@@ -223,7 +282,11 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   const auto rc = tile_dims(mm);
   StageSchedule& ms = s[mm.name];
   ms.loops = LoopSchedule{};
-  ms.accumulator_at = channels_last_conv(mm) ? channels_last_tile(p, mm, mm, t, ms.loops)
+  if (channels_last_conv(mm) && static_tile(mm, rc) && weights_outweigh_input(p, mm)) {
+    weights_outer(mm, t, ms);
+    return;
+  }
+  ms.accumulator_at = channels_last_conv(mm) ? channels_last_tile(mm, t, ms.loops)
                                              : register_tile(mm, rc, t, ms.loops, mm.kind == OpKind::Convolution);
   ms.update = micro_kernel(mm, rc, t, static_tile(mm, rc));
   // Pack the panel of the second operand each column tile reads (K x tile
@@ -333,6 +396,17 @@ Schedule default_schedule(const Program& p, const Target& t) {
       es.loops = parallel_vectorized(*root, t);
       root = nullptr;
     }
+    // A channels-last convolution that reads its weights per channel tile
+    // (weights_outer) accumulates over its whole output per channel tile; the
+    // epilogue is then a pass over the (small: 28x28 to 7x7) output,
+    // parallel over rows.
+    if (root && channels_last_conv(st) && static_tile(st, tile_dims(st)) && weights_outweigh_input(p, st)) {
+      StageSchedule& es = s[root->name];
+      es = StageSchedule{};
+      es.loops = parallel_vectorized(*root, t);
+      if (root->vars.size() == 4) es.loops.parallel = {root->vars[1]};
+      root = nullptr;
+    }
     if (root) {
       s.stages.erase(root->name);
       contraction_with_epilogue(p, st, *root, t, s);
@@ -361,3 +435,4 @@ Schedule default_schedule(const Program& p, const Target& t) {
 }
 
 }  // namespace pto
+

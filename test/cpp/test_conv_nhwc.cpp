@@ -78,27 +78,42 @@ TEST_CASE("conv2d_nhwc matches float64 loops (stride, padding, dilation, kernel 
   }
 }
 
-TEST_CASE("conv2d_nhwc default schedule: channel tiles, a materialized padded input", "[schedule][conv_nhwc]") {
+TEST_CASE("conv2d_nhwc default schedule: register tiles over pixels x channels, a materialized padded input",
+          "[schedule][conv_nhwc]") {
   const Target t = parse_target("x86-64-avx512");
-  Program p("nhwc");
-  const Tensor x = p.input("X", {1, 7, 7, 64}), w = p.input("W", {3, 3, 64, 128});
-  p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {128}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
-  const Schedule s = default_schedule(p, t);
-  const StageSchedule& y = *s.find("Y");
-  const std::string x_dim = p.stage("Y").vars[2], o_dim = p.stage("Y").vars[3];
-  // 7 pixels wide: one tile of 7 rows x 2 vectors, not 6 + a shifted 6.
-  REQUIRE(y.loops.tile.count(x_dim));
-  REQUIRE(y.loops.tile.count(o_dim));
-  CHECK(y.loops.tile.at(x_dim) == std::vector<int64_t>{7});
-  CHECK(y.loops.tile.at(o_dim) == std::vector<int64_t>{32});
-  CHECK(y.loops.vectorize == o_dim + "_i");
-  // Weights (3*3*64*128) outweigh the input (7*7*64): channel tiles outermost, in parallel.
-  CHECK(y.loops.parallel == std::vector<std::string>{o_dim + "_o"});
-  CHECK(s.find("conv_acc")->compute.kind == Placement::Kind::At);
-  const StageSchedule* pad = s.find("conv_pad");
-  REQUIRE(pad != nullptr);
-  CHECK(pad->compute.kind == Placement::Kind::Root);
-  CHECK(pad->loops.vectorize == "c");
+  SECTION("56-wide map, small weights: 14 pixels x 2 vectors in the epilogue, rows in parallel") {
+    Program p("nhwc");
+    const Tensor x = p.input("X", {1, 56, 56, 64}), w = p.input("W", {1, 1, 64, 64});
+    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {64}), {1, 1}, {0, 0}, {1, 1}, "conv"), "Y"));
+    const Schedule s = default_schedule(p, t);
+    const StageSchedule& y = *s.find("Y");
+    const std::vector<std::string>& v = p.stage("Y").vars;
+    CHECK(y.loops.tile.at(v[2]) == std::vector<int64_t>{14});
+    CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{32});
+    CHECK(y.loops.vectorize == v[3] + "_i");
+    CHECK(y.loops.parallel == std::vector<std::string>{v[1]});
+    CHECK(s.find("conv_acc")->compute.kind == Placement::Kind::At);
+  }
+  SECTION("7-wide map, weights outweigh the input: channel tiles outermost, 2 x 7 pixel tiles, blocked reduction") {
+    Program p("nhwc");
+    const Tensor x = p.input("X", {1, 7, 7, 64}), w = p.input("W", {3, 3, 64, 128});
+    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {128}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
+    const Schedule s = default_schedule(p, t);
+    const StageSchedule& acc = *s.find("conv_acc");
+    CHECK(acc.compute.kind == Placement::Kind::Root);
+    CHECK(acc.loops.tile.at("o") == std::vector<int64_t>{32});
+    CHECK(acc.loops.parallel == std::vector<std::string>{"o_o"});
+    CHECK(acc.accumulator_at == "n");
+    REQUIRE(acc.update.has_value());
+    CHECK(acc.update->tile.at("x") == std::vector<int64_t>{7});
+    CHECK(acc.update->tile.at("y") == std::vector<int64_t>{2});
+    CHECK(acc.update->tile.at("c") == std::vector<int64_t>{16});
+    CHECK(acc.update->vectorize == "o");
+    const StageSchedule* pad = s.find("conv_pad");
+    REQUIRE(pad != nullptr);
+    CHECK(pad->compute.kind == Placement::Kind::Root);
+    CHECK(pad->loops.vectorize == "c");
+  }
 }
 
 TEST_CASE("conv2d_nhwc rejects bad shapes with typed errors", "[ops][conv_nhwc][errors]") {
