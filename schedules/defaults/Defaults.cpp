@@ -92,7 +92,7 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
 // against tr broadcasts + v weight vectors (2 loads per cycle), times the tiles
 // needed to cover the (x, o) plane with whole tiles, so that 7-wide maps get 7
 // rows (ResNet's widths are all multiples of 7) instead of 6 rows plus a
-// shifted, mostly recomputed second tile; ties go to fewer loads per FMA.
+// shifted, mostly recomputed second tile; ties go to more accumulators.
 // Accumulators, weight vectors and one broadcast must fit the register file
 // (7 x 4 vectors would leave none for the broadcast: LLVM then shuffles and
 // spills accumulators every step, measured 10% slower than 14 x 2).
@@ -124,10 +124,10 @@ std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls
         const double step = std::max({r * v / 2.0, (r + v) / 2.0, 4.0});
         const double tiles = double((rows + r - 1) / r) * double((cols + v * lanes - 1) / (v * lanes));
         const double cost = tiles * step;
-        // Ties: fewer loads per FMA.
+        // Ties: more accumulators, then fewer loads per FMA.
         const int64_t bv = tc / lanes;
-        if (best < 0 || cost < best - 1e-9 || (cost < best + 1e-9 && double(r + v) / double(r * v) < double(tr + bv) / double(tr * bv)))
-          best = cost, tr = r, tc = v * lanes;
+        const bool better_tie = r * v > tr * bv || (r * v == tr * bv && r + v < tr + bv);
+        if (best < 0 || cost < best - 1e-9 || (cost < best + 1e-9 && better_tie)) best = cost, tr = r, tc = v * lanes;
       }
     }
   }
