@@ -143,16 +143,17 @@ std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls
 
 // A channels-last convolution whose weights outweigh its input (the deep
 // 28x28 to 7x7 layers: up to 9 MB of weights for 49 pixels) reads each weight
-// once per channel tile: channel tiles outermost and in parallel, one
-// accumulator buffer per channel tile and image (<= 28x28 x 32 floats, in L1
-// or L2) and the reduction blocked over input channels, so that a block of the
+// once per channel tile: channel tiles outermost and in parallel, the
+// convolution accumulating into its buffer per channel tile (<= 28x28 x 32
+// floats, in L1 or L2; the epilogue reads it right after) and the reduction
+// blocked over input channels, so that a block of the
 // weight panel (KH*KW*16 rows of 32 channels) stays in L1 while every pixel
 // tile reads it. The register tile spans yt output rows of xt pixels: a 7-wide
 // map gets 2 x 7 pixels x 2 vectors, enough independent accumulators per
 // weight vector loaded (7 x 2 alone leaves the kernel waiting on weights).
 // Weights are not packed: the copy of a 9 MB tensor costs more than the
 // strided 128-byte rows it would replace.
-void weights_outer(const Stage& mm, const Target& t, StageSchedule& ms) {
+void weights_outer(const Stage& mm, const Stage* epilogue, const Target& t, Schedule& s) {
   const int lanes = t.vector_lanes(DType::F32);
   const int regs = t.vector_bits >= 512 ? 32 : 16;
   const std::string n = mm.vars[0], y = mm.vars[1], x = mm.vars[2], o = mm.vars[3];
@@ -164,13 +165,26 @@ void weights_outer(const Stage& mm, const Target& t, StageSchedule& ms) {
   for (int64_t c = 1; c <= std::min(OW, rmax); ++c)
     if ((OW + c - 1) / c * c <= (OW + xt - 1) / xt * xt) xt = c;
   const int64_t yt = std::max<int64_t>(1, std::min(OH, rmax / xt));
-  ms.loops = LoopSchedule{};
-  ms.loops.tile[o] = {v * lanes};
-  ms.loops.order = {o + "_o", n, y, x, o + "_i"};
-  ms.loops.parallel = {o + "_o"};
-  ms.loops.vectorize = o + "_i";
-  ms.loops.vector_width = lanes;
-  ms.accumulator_at = n;
+  // Channel tiles of the stage that is materialized: the epilogue (the
+  // convolution computed in it per channel tile, its own buffer of <= 28x28
+  // x 32 floats the accumulator), or the convolution (an accumulator buffer).
+  const Stage& outer = epilogue ? *epilogue : mm;
+  StageSchedule& os = s[outer.name];
+  os.loops = LoopSchedule{};
+  const std::vector<std::string>& ov = outer.vars;
+  os.loops.tile[ov[3]] = {v * lanes};
+  os.loops.order = {ov[3] + "_o", ov[0], ov[1], ov[2], ov[3] + "_i"};
+  os.loops.parallel = {ov[3] + "_o"};
+  os.loops.vectorize = ov[3] + "_i";
+  os.loops.vector_width = lanes;
+  StageSchedule& ms = s[mm.name];
+  if (epilogue) {
+    ms.compute = {Placement::Kind::At, epilogue->name, ov[3] + "_o"};
+    ms.loops.vectorize = o;
+    ms.loops.vector_width = lanes;
+  } else {
+    ms.accumulator_at = n;
+  }
   LoopSchedule up;
   up.tile[y] = {yt};
   up.tile[x] = {xt};
@@ -283,7 +297,7 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   StageSchedule& ms = s[mm.name];
   ms.loops = LoopSchedule{};
   if (channels_last_conv(mm) && static_tile(mm, rc) && weights_outweigh_input(p, mm)) {
-    weights_outer(mm, t, ms);
+    weights_outer(mm, nullptr, t, s);
     return;
   }
   ms.accumulator_at = channels_last_conv(mm) ? channels_last_tile(mm, t, ms.loops)
@@ -397,15 +411,11 @@ Schedule default_schedule(const Program& p, const Target& t) {
       root = nullptr;
     }
     // A channels-last convolution that reads its weights per channel tile
-    // (weights_outer) accumulates over its whole output per channel tile; the
-    // epilogue is then a pass over the (small: 28x28 to 7x7) output,
-    // parallel over rows.
+    // accumulates over its whole output per channel tile, inside the epilogue.
     if (root && channels_last_conv(st) && static_tile(st, tile_dims(st)) && weights_outweigh_input(p, st)) {
-      StageSchedule& es = s[root->name];
-      es = StageSchedule{};
-      es.loops = parallel_vectorized(*root, t);
-      if (root->vars.size() == 4) es.loops.parallel = {root->vars[1]};
-      root = nullptr;
+      s.stages.erase(root->name);
+      weights_outer(st, root, t, s);
+      continue;
     }
     if (root) {
       s.stages.erase(root->name);

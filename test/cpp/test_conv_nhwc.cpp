@@ -94,16 +94,30 @@ TEST_CASE("conv2d_nhwc default schedule: register tiles over pixels x channels, 
     CHECK(y.loops.parallel == std::vector<std::string>{v[1]});
     CHECK(s.find("conv_acc")->compute.kind == Placement::Kind::At);
   }
+  SECTION("no epilogue, weights outweigh the input: an accumulator buffer per channel tile") {
+    Program p("nhwc");
+    const Tensor x = p.input("X", {1, 14, 14, 64}), w = p.input("W", {1, 1, 64, 256});
+    p.output(ops::conv2d_nhwc(x, w, Tensor(), {1, 1}, {0, 0}, {1, 1}, "Y"));
+    const Schedule s = default_schedule(p, t);
+    const StageSchedule& acc = *s.find("Y");
+    CHECK(acc.compute.kind == Placement::Kind::Root);
+    CHECK(acc.loops.parallel == std::vector<std::string>{"o_o"});
+    CHECK(acc.accumulator_at == "n");
+    REQUIRE(acc.update.has_value());
+    CHECK(acc.update->tile.at("x") == std::vector<int64_t>{14});
+    CHECK(acc.update->tile.count("c") == 0);  // 64 channels: one block of the 1x1 reduction
+  }
   SECTION("7-wide map, weights outweigh the input: channel tiles outermost, 2 x 7 pixel tiles, blocked reduction") {
     Program p("nhwc");
     const Tensor x = p.input("X", {1, 7, 7, 64}), w = p.input("W", {3, 3, 64, 128});
     p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {128}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
     const Schedule s = default_schedule(p, t);
+    const StageSchedule& y = *s.find("Y");
+    const std::vector<std::string>& v = p.stage("Y").vars;
+    CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{32});
+    CHECK(y.loops.parallel == std::vector<std::string>{v[3] + "_o"});
     const StageSchedule& acc = *s.find("conv_acc");
-    CHECK(acc.compute.kind == Placement::Kind::Root);
-    CHECK(acc.loops.tile.at("o") == std::vector<int64_t>{32});
-    CHECK(acc.loops.parallel == std::vector<std::string>{"o_o"});
-    CHECK(acc.accumulator_at == "n");
+    CHECK(acc.compute == Placement{Placement::Kind::At, "Y", v[3] + "_o"});
     REQUIRE(acc.update.has_value());
     CHECK(acc.update->tile.at("x") == std::vector<int64_t>{7});
     CHECK(acc.update->tile.at("y") == std::vector<int64_t>{2});
