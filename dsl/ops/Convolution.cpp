@@ -1,10 +1,11 @@
 // Convolutions over 1-3 spatial dims (channels-first or channels-last
-// activations; groups, including depthwise) and the transposed 2-D
-// convolution, and the channels-last implicit-GEMM conv2d_nhwc. Padding is
-// folded into the access as a guarded read (conv2d_nhwc: a padded copy) (zero
-// outside the image, the index clamped so the read stays in bounds), so no
-// padded copy is materialized unless a schedule asks. Spatial and channel dims
-// must be static (output sizes depend on them); the batch dim may be symbolic.
+// activations; groups, including depthwise), the transposed 2-D convolution,
+// and conv2d_nhwc, the channels-last implicit GEMM with HWIO weights. Padding
+// is folded into the access as a guarded read (zero outside the image, the
+// index clamped so the read stays in bounds), so no padded copy is
+// materialized unless a schedule asks; conv2d_nhwc instead defines the padded
+// input as a stage of its own (see there). Spatial and channel dims must be
+// static (output sizes depend on them); the batch dim may be symbolic.
 #include "dsl/ops/Ops.h"
 
 namespace pto::ops {
