@@ -102,6 +102,15 @@ const std::vector<Entry>& entries() {
          p.output(ops::relu(ops::conv2d(x, w, p.input("b", {d("O")}), {1, 1}, {1, 1}, {1, 1}, 1, "conv"), "Y"));
          return p;
        }},
+      {{"conv2d_nhwc", "ResNet-50 3x3 conv, channels last (NHWC input, HWIO weights), stride 1, pad 1, with bias + ReLU",
+        {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"O", 64}}},
+       [](const auto& d) {
+         Program p("conv2d_nhwc");
+         const Tensor x = p.input("X", {d("N"), d("H"), d("W"), d("C")});
+         const Tensor w = p.input("Wt", {3, 3, d("C"), d("O")});
+         p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {d("O")}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
+         return p;
+       }},
       {{"bert_attention", "BERT-base self-attention block (QKV, scores, mask, softmax, context, output proj.)",
         {{"B", 1}, {"S", 128}, {"BF16", 0}}},
        [](const auto& d) { return models::bert_attention(bert_config(d)); }},

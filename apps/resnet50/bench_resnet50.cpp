@@ -2,12 +2,20 @@
 // batch 1, with bias + ReLU: PTO next to oneDNN 2.6 and ONNX Runtime in one run.
 // Outputs are checked on sampled points against float64 before timing.
 //
-//   build/bin/bench_resnet50 [--layers 0,2,6] [--json FILE] [--no-ort] [--db FILE]
+//   build/bin/bench_resnet50 [--layers 0,2,6] [--json FILE] [--no-ort] [--db FILE] [--bf16]
+//
+// --bf16 adds, per layer, bf16 input, weights, bias and output with f32
+// accumulation: PTO (default schedule, precision directives) vs oneDNN bf16
+// (avx512_bf16), in a second table whose ratio column is to oneDNN bf16.
 //
 // oneDNN runs in its preferred (blocked) layouts with weights reordered once,
-// i.e. its best case; PTO reads and writes plain NCHW.
+// i.e. its best case; PTO reads and writes channels-last NHWC with HWIO weights
+// (models::resnet_conv: conv2d_nhwc), ONNX Runtime plain NCHW (its native layout).
+// GFLOP/s are the layer's 2 * N * O * OH * OW * C * KH * KW, not program_flops()
+// (which would count the padding guards and the padded copy).
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -52,7 +60,36 @@ double check(const models::ConvLayer& l, const std::vector<float>& x, const std:
   return err / scale;
 }
 
-// oneDNN convolution + bias + ReLU in its preferred layouts.
+uint16_t to_bf16(float f) {  // round to nearest even
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// X NCHW -> NHWC and W OIHW -> HWIO (PTO's channels-last operands), any element type.
+template <typename T, typename F>
+void to_channels_last(const models::ConvLayer& l, const std::vector<float>& x, const std::vector<float>& w,
+                      std::vector<T>& xh, std::vector<T>& wh, F conv) {
+  xh.resize(x.size());
+  wh.resize(w.size());
+  for (int64_t c = 0; c < l.cin; ++c)
+    for (int64_t i = 0; i < l.hw * l.hw; ++i) xh[static_cast<size_t>(i * l.cin + c)] = conv(x[static_cast<size_t>(c * l.hw * l.hw + i)]);
+  const int64_t kk = l.kernel * l.kernel;
+  for (int64_t co = 0; co < l.cout; ++co)
+    for (int64_t c = 0; c < l.cin; ++c)
+      for (int64_t k = 0; k < kk; ++k)
+        wh[static_cast<size_t>((k * l.cin + c) * l.cout + co)] = conv(w[static_cast<size_t>((co * l.cin + c) * kk + k)]);
+}
+
+// oneDNN convolution + bias + ReLU in its preferred layouts (f32, or bf16
+// source, weights and destination with an f32 bias and f32 accumulation).
 struct OneDnnConv {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
@@ -61,13 +98,13 @@ struct OneDnnConv {
   dnnl::reorder dst_back;
 
   OneDnnConv(const models::ConvLayer& l, std::vector<float>& x, std::vector<float>& w, std::vector<float>& b,
-             std::vector<float>& out) {
+             std::vector<float>& out, dnnl::memory::data_type type = dnnl::memory::data_type::f32) {
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;
     const dnnl::memory::dims xd{1, l.cin, l.hw, l.hw}, wd{l.cout, l.cin, l.kernel, l.kernel}, bd{l.cout},
         od{1, l.cout, l.out_hw(), l.out_hw()}, st{l.stride, l.stride}, pad{l.pad, l.pad};
-    const dnnl::memory::desc any_x(xd, dt::f32, tag::any), any_w(wd, dt::f32, tag::any), bmd(bd, dt::f32, tag::x),
-        any_o(od, dt::f32, tag::any);
+    const dnnl::memory::desc any_x(xd, type, tag::any), any_w(wd, type, tag::any), bmd(bd, dt::f32, tag::x),
+        any_o(od, type, tag::any);
     dnnl::post_ops ops;
     ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
     dnnl::primitive_attr attr;
@@ -102,13 +139,14 @@ struct OneDnnConv {
 int main(int argc, char** argv) {
   std::vector<int> layers;
   std::string json_path, db_path;
-  bool no_ort = false;
+  bool no_ort = false, bf16 = false;
   double min_time = 0.2;
   CLI::App app{"ResNet-50 convolutions: PTO vs oneDNN vs ONNX Runtime"};
   app.add_option("--layers", layers, "layer indices (default: all)")->delimiter(',');
   app.add_option("--json", json_path, "write records as JSON");
   app.add_option("--db", db_path, "tuning database with tuned schedules (pto tune resnet50_conv --set layer=N)");
   app.add_flag("--no-ort", no_ort, "skip ONNX Runtime");
+  app.add_flag("--bf16", bf16, "also run bf16 (bf16 storage, f32 accumulation): PTO vs oneDNN bf16");
   app.add_option("--min-time", min_time, "seconds of timed repetitions per measurement");
   CLI11_PARSE(app, argc, argv);
   const auto& all = models::resnet50_conv_layers();
@@ -116,7 +154,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < all.size(); ++i) layers.push_back(static_cast<int>(i));
   try {
     const Target t = parse_target("host");
-    std::vector<bench::Record> records;
+    std::vector<bench::Record> records, records16;
     std::mt19937 rng(9);
     for (const int li : layers) {
       if (li < 0 || li >= static_cast<int>(all.size())) throw Error("--layers: no layer " + std::to_string(li));
@@ -128,15 +166,24 @@ int main(int argc, char** argv) {
       std::vector<float> b = bench::random_floats(static_cast<size_t>(l.cout), rng, -0.1f, 0.1f);
       const int64_t o = l.out_hw();
       std::vector<float> out(static_cast<size_t>(l.cout * o * o));
-      const std::vector<BufferRef> ins{{x.data(), DType::F32, {1, l.cin, l.hw, l.hw}, {}},
-                                       {w.data(), DType::F32, {l.cout, l.cin, l.kernel, l.kernel}, {}},
+      // PTO's channels-last copies: X NCHW -> NHWC, W OIHW -> HWIO; its NHWC
+      // output is transposed back to NCHW (outside the timing) for the check.
+      std::vector<float> xh, wh, outh(out.size());
+      to_channels_last(l, x, w, xh, wh, [](float f) { return f; });
+      const std::vector<BufferRef> ins{{xh.data(), DType::F32, {1, l.hw, l.hw, l.cin}, {}},
+                                       {wh.data(), DType::F32, {l.kernel, l.kernel, l.cin, l.cout}, {}},
                                        {b.data(), DType::F32, {l.cout}, {}}};
-      const std::vector<BufferRef> outs{{out.data(), DType::F32, {1, l.cout, o, o}, {}}};
+      const std::vector<BufferRef> outs{{outh.data(), DType::F32, {1, o, o, l.cout}, {}}};
+      auto to_nchw = [&] {
+        for (int64_t co = 0; co < l.cout; ++co)
+          for (int64_t i = 0; i < o * o; ++i) out[static_cast<size_t>(co * o * o + i)] = outh[static_cast<size_t>(i * l.cout + co)];
+      };
       // f32 sums of up to 4608 products: 1e-4 of the output scale.
       const double tol = 1e-4;
       auto run_pto = [&](const std::string& impl, const Schedule& s) {
         const Kernel k(p, s, t);
         k.run(ins, outs);
+        to_nchw();
         const double err = check(l, x, w, b, out, rng);
         std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label.c_str(), impl.c_str(), err, err <= tol ? "OK" : "FAILED");
         if (err > tol) throw Error(impl + " gives a wrong answer on " + label);
@@ -155,6 +202,54 @@ int main(int argc, char** argv) {
       const double derr = check(l, x, w, b, out, rng);
       std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label.c_str(), "onednn", derr, derr <= tol ? "OK" : "FAILED");
       records.push_back(bench::make_record(label, "onednn", time_it([&] { dn.run(); }, 1, 5, min_time), l.flops(1)));
+
+      if (!bf16) continue;
+      // bf16 operands, bias and output; f32 products and accumulation. The
+      // inputs are rounded to bf16 first and the float64 reference uses those
+      // values, so the error is the f32 sum (1e-4) plus roundings to bf16 of
+      // 2^-9 relative each: PTO rounds the accumulator to the bias-add
+      // stage's logical type (bf16) and then the output, 2 * 2^-9 of values
+      // up to the output scale (+ |b| <= 0.1): 8e-3.
+      const double tol16 = 8e-3;
+      const std::string label16 = label + " bf16";
+      auto round16 = [](std::vector<float> v) {
+        for (float& f : v) f = from_bf16(to_bf16(f));
+        return v;
+      };
+      std::vector<float> xr = round16(x), wr = round16(w), br = round16(b);
+      std::vector<uint16_t> x16, w16, b16(br.size()), out16(out.size());
+      to_channels_last(l, xr, wr, x16, w16, [](float f) { return to_bf16(f); });
+      for (size_t i = 0; i < br.size(); ++i) b16[i] = to_bf16(br[i]);
+      {
+        const Program p16 = models::resnet_conv(l, 1, DType::BF16);
+        Schedule s16 = default_schedule(p16, t);
+        for (const Stage& st : p16.stages()) {
+          if (!s16.find(st.name) || s16.find(st.name)->compute.kind == Placement::Kind::Inline) continue;
+          Precision& pr = s16[st.name].precision;
+          pr.compute = DType::F32;
+          if (st.reduce) pr.accumulate = DType::F32;
+          if (st.name != "Y") pr.storage = DType::F32;  // intermediates (the accumulator tile) stay f32
+        }
+        const Kernel k(p16, s16, t);
+        const std::vector<BufferRef> ins16{{x16.data(), DType::BF16, {1, l.hw, l.hw, l.cin}, {}},
+                                           {w16.data(), DType::BF16, {l.kernel, l.kernel, l.cin, l.cout}, {}},
+                                           {b16.data(), DType::BF16, {l.cout}, {}}};
+        const std::vector<BufferRef> outs16{{out16.data(), DType::BF16, {1, o, o, l.cout}, {}}};
+        k.run(ins16, outs16);
+        for (int64_t co = 0; co < l.cout; ++co)
+          for (int64_t i = 0; i < o * o; ++i)
+            out[static_cast<size_t>(co * o * o + i)] = from_bf16(out16[static_cast<size_t>(i * l.cout + co)]);
+        const double err = check(l, xr, wr, br, out, rng);
+        std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label16.c_str(), "pto-bf16", err, err <= tol16 ? "OK" : "FAILED");
+        if (err > tol16) throw Error("pto-bf16 gives a wrong answer on " + label);
+        records16.push_back(bench::make_record(label16, "pto-bf16", time_it([&] { k.run(ins16, outs16); }, 1, 5, min_time), l.flops(1)));
+      }
+      OneDnnConv dn16(l, xr, wr, br, out, dnnl::memory::data_type::bf16);
+      dn16.run();
+      dn16.fetch();
+      const double derr16 = check(l, xr, wr, br, out, rng);
+      std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label16.c_str(), "onednn-bf16", derr16, derr16 <= tol16 ? "OK" : "FAILED");
+      records16.push_back(bench::make_record(label16, "onednn-bf16", time_it([&] { dn16.run(); }, 1, 5, min_time), l.flops(1)));
     }
     if (!no_ort) {
       std::string cmd = std::string(PTO_PYTHON) + " " + PTO_SOURCE_DIR + "/apps/resnet50/ort_resnet50.py --min-time " + std::to_string(min_time) + " --layers ";
@@ -175,6 +270,8 @@ int main(int argc, char** argv) {
       }
     }
     bench::print_table(records, "onednn");
+    if (!records16.empty()) bench::print_table(records16, "onednn-bf16");
+    records.insert(records.end(), records16.begin(), records16.end());
     if (!json_path.empty()) bench::write_json(records, json_path);
     return 0;
   } catch (const Error& e) {

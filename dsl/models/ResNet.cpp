@@ -33,13 +33,13 @@ const std::vector<ConvLayer>& resnet50_conv_layers() {
   return layers;
 }
 
-Program resnet_conv(const ConvLayer& l, int64_t batch) {
+Program resnet_conv(const ConvLayer& l, int64_t batch, DType dtype) {
   Program p("resnet_" + l.name);
-  const Tensor x = p.input("X", {batch, l.cin, l.hw, l.hw});
-  const Tensor w = p.input("W", {l.cout, l.cin, l.kernel, l.kernel});
-  const Tensor b = p.input("b", {l.cout});
+  const Tensor x = p.input("X", {batch, l.hw, l.hw, l.cin}, dtype);
+  const Tensor w = p.input("W", {l.kernel, l.kernel, l.cin, l.cout}, dtype);
+  const Tensor b = p.input("b", {l.cout}, dtype);
   const int s = static_cast<int>(l.stride), pd = static_cast<int>(l.pad);
-  p.output(ops::relu(ops::conv2d(x, w, b, {s, s}, {pd, pd}, {1, 1}, 1, "conv"), "Y"));
+  p.output(ops::relu(ops::conv2d_nhwc(x, w, b, {s, s}, {pd, pd}, {1, 1}, "conv"), "Y"));
   return p;
 }
 

@@ -18,7 +18,10 @@ struct ConvLayer {
 };
 
 const std::vector<ConvLayer>& resnet50_conv_layers();
-// relu(conv2d(X, W) + b) for one layer: inputs X [N, cin, hw, hw], W [cout, cin, k, k], b [cout].
-Program resnet_conv(const ConvLayer& l, int64_t batch = 1);
+// relu(conv2d_nhwc(X, W) + b) for one layer, channels last (the layout in which
+// output channels are the vector dim for every layer, 7x7 maps included):
+// inputs X [N, hw, hw, cin] (NHWC), W [k, k, cin, cout] (HWIO), b [cout];
+// output Y [N, out_hw, out_hw, cout]; all of `dtype` (bf16: bench_resnet50 --bf16).
+Program resnet_conv(const ConvLayer& l, int64_t batch = 1, DType dtype = DType::F32);
 
 }  // namespace pto::models

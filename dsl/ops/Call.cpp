@@ -144,6 +144,11 @@ std::map<std::string, Entry> build() {
   t["conv1d"] = {2, 3, [](const Ins& in, Attrs& a, const std::string& n) { return conv("conv1d", 1, in[0], in[1], opt(in, 2), conv_params(a), n); }};
   t["conv2d"] = {2, 3, [](const Ins& in, Attrs& a, const std::string& n) { return conv("conv2d", 2, in[0], in[1], opt(in, 2), conv_params(a), n); }};
   t["conv3d"] = {2, 3, [](const Ins& in, Attrs& a, const std::string& n) { return conv("conv3d", 3, in[0], in[1], opt(in, 2), conv_params(a), n); }};
+  t["conv2d_nhwc"] = {2, 3, [](const Ins& in, Attrs& a, const std::string& n) {
+                        using A2 = std::array<int, 2>;
+                        return conv2d_nhwc(in[0], in[1], opt(in, 2), a.get<A2>("stride", {1, 1}), a.get<A2>("padding", {0, 0}),
+                                           a.get<A2>("dilation", {1, 1}), n);
+                      }};
   t["conv_transpose2d"] = {2, 3, [](const Ins& in, Attrs& a, const std::string& n) {
                              using A2 = std::array<int, 2>;
                              return conv_transpose2d(in[0], in[1], opt(in, 2), a.get<A2>("stride", {1, 1}),

@@ -1,9 +1,11 @@
 // Convolutions over 1-3 spatial dims (channels-first or channels-last
-// activations; groups, including depthwise) and the transposed 2-D
-// convolution. Padding is folded into the access as a guarded read (zero
-// outside the image, the index clamped so the read stays in bounds), so no
-// padded copy is materialized unless a schedule asks. Spatial and channel dims
-// must be static (output sizes depend on them); the batch dim may be symbolic.
+// activations; groups, including depthwise), the transposed 2-D convolution,
+// and conv2d_nhwc, the channels-last implicit GEMM with HWIO weights. Padding
+// is folded into the access as a guarded read (zero outside the image, the
+// index clamped so the read stays in bounds), so no padded copy is
+// materialized unless a schedule asks; conv2d_nhwc instead defines the padded
+// input as a stage of its own (see there). Spatial and channel dims must be
+// static (output sizes depend on them); the batch dim may be symbolic.
 #include "dsl/ops/Ops.h"
 
 namespace pto::ops {
@@ -114,6 +116,69 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int,
 
 Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& params, const std::string& name) {
   return conv("conv3d", 3, x, w, b, params, name);
+}
+
+// Channels-last 2-D convolution as an implicit GEMM. The output channel `o`
+// is the innermost dim of the output and of the HWIO weights, so a schedule can
+// vectorize it for every layer size (a 7x7 map is narrower than a vector, its
+// 512 channels are not) and load weight vectors contiguously; the reduction
+// runs over (ky, kx, c), c innermost, which is also the input's contiguous dim.
+// Padding is a separate stage (`<out>_pad`, zero outside the image) rather than
+// a guard in the reduction body: a guarded read in the innermost loop defeats
+// the register-tiled micro-kernel, and the padded copy costs one pass over the
+// input against KH*KW*O/vector reads of it by the convolution.
+Tensor conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int, 2> stride,
+                   std::array<int, 2> padding, std::array<int, 2> dilation, const std::string& name) {
+  const std::string op = "conv2d_nhwc";
+  if (x.rank() != 4)
+    throw ShapeError(op + ": input '" + x.name() + "' must be [N, H, W, C] (rank 4), got " + to_string(x.shape()));
+  if (w.rank() != 4)
+    throw ShapeError(op + ": weight '" + w.name() + "' must be [KH, KW, C, O] (rank 4), got " + to_string(w.shape()));
+  if (x.dtype() != w.dtype())
+    throw DTypeError(op + ": input '" + x.name() + "' is " + std::string(to_string(x.dtype())) + " but weight '" +
+                     w.name() + "' is " + std::string(to_string(w.dtype())));
+  for (int k = 0; k < 2; ++k) {
+    if (stride[k] < 1) throw ShapeError(op + ": stride " + std::to_string(stride[k]) + " must be >= 1");
+    if (dilation[k] < 1) throw ShapeError(op + ": dilation " + std::to_string(dilation[k]) + " must be >= 1");
+    if (padding[k] < 0) throw ShapeError(op + ": padding " + std::to_string(padding[k]) + " must be >= 0");
+  }
+  const int64_t H = static_dim(op, x, 1), W = static_dim(op, x, 2), C = static_dim(op, x, 3);
+  for (int k = 0; k < 4; ++k) static_dim(op, w, k);
+  const int64_t KH = w.shape()[0].value, KW = w.shape()[1].value, Cw = w.shape()[2].value, O = w.shape()[3].value;
+  if (Cw != C)
+    throw ShapeError(op + ": weight '" + w.name() + "' has " + std::to_string(Cw) + " input channels (dim 2 of [KH, KW, C, O]); input '" +
+                     x.name() + "' has " + std::to_string(C));
+  if (b.defined() && (b.rank() != 1 || b.shape()[0] != Dim(O)))
+    throw ShapeError(op + ": bias '" + b.name() + "' must be [" + std::to_string(O) + "], got " + to_string(b.shape()));
+  const int64_t in[2] = {H, W}, k[2] = {KH, KW};
+  int64_t out[2];
+  for (int s = 0; s < 2; ++s) {
+    const int64_t span = in[s] + 2 * padding[s] - dilation[s] * (k[s] - 1) - 1;
+    if (span < 0)
+      throw ShapeError(op + ": kernel " + std::to_string(k[s]) + " (dilation " + std::to_string(dilation[s]) +
+                       ") does not fit input size " + std::to_string(in[s]) + " with padding " + std::to_string(padding[s]) +
+                       " in spatial dim " + std::to_string(s));
+    out[s] = span / stride[s] + 1;
+  }
+  Program p = x.program();
+  const std::string out_name = name.empty() ? p.unique_name(op) : name;
+  Tensor src = x;
+  if (padding[0] || padding[1]) {
+    const Expr iy = var("h") - padding[0], ix = var("w") - padding[1];
+    const Expr ok = iy >= 0 && iy < static_cast<int>(H) && ix >= 0 && ix < static_cast<int>(W);
+    const Expr v = x(var("n"), clamp(iy, 0, static_cast<int>(H - 1)), clamp(ix, 0, static_cast<int>(W - 1)), var("c"));
+    src = p.define(p.unique_name(out_name + "_pad"), {"n", "h", "w", "c"},
+                   {x.shape()[0], H + 2 * padding[0], W + 2 * padding[1], C}, select(ok, v, make_const(0, x.dtype())),
+                   OpKind::DataMovement, "pad");
+  }
+  const Expr n = var("n"), y = var("y"), xx = var("x"), o = var("o"), ky = var("ky"), kx = var("kx"), c = var("c");
+  const Expr body = src(n, y * stride[0] + ky * dilation[0], xx * stride[1] + kx * dilation[1], c) * w(ky, kx, c, o);
+  const Shape oshape{x.shape()[0], out[0], out[1], O};
+  const std::vector<std::string> ovars{"n", "y", "x", "o"};
+  const Tensor acc = p.define_reduce(b.defined() ? p.unique_name(out_name + "_acc") : out_name, ovars, oshape,
+                                     ReduceOp::Sum, {{"ky", KH}, {"kx", KW}, {"c", C}}, body, OpKind::Convolution, op);
+  if (!b.defined()) return acc;
+  return p.define(out_name, ovars, oshape, acc(n, y, xx, o) + b(o), OpKind::Elementwise, op);
 }
 
 // out[n, o, y, x] = sum over c in o's group, ky, kx of

@@ -62,6 +62,7 @@ const std::vector<OpInfo>& registry() {
         {"conv1d", V, "1-D convolution NCW/NWC: stride, padding, dilation, groups"},
         {"conv2d", V, "2-D convolution NCHW/NHWC: stride, padding, dilation, groups (depthwise)"},
         {"conv3d", V, "3-D convolution NCDHW/NDHWC: stride, padding, dilation, groups"},
+        {"conv2d_nhwc", V, "2-D convolution, channels last: input NHWC, weight HWIO; stride, padding, dilation"},
         {"conv_transpose2d", V, "transposed 2-D convolution: stride, padding, output_padding, dilation, groups"},
         // pooling
         {"max_pool1d", P, "max over 1-D windows (kernel, stride, padding)"},

@@ -37,11 +37,20 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
   return ls;
 }
 
+// A 2-D convolution whose output channel is the innermost dim ([n, y, x, o]:
+// conv2d_nhwc, or conv2d with layout NHWC).
+bool channels_last_conv(const Stage& st) {
+  return st.kind == OpKind::Convolution && st.vars.size() == 4 && st.vars.back() == "o";
+}
+
 // The two dims of a contraction or convolution output that form the register
 // tile: (rows, contiguous columns) for matmul, (output channels, output
 // width) for an NCHW convolution (each loaded input value is reused across
-// the channels, each weight across the width).
+// the channels, each weight across the width), (output width, output
+// channels) for a channels-last one, like a matmul's rows and columns: o is
+// wide enough for whole vectors also where the image is 7 pixels wide.
 std::pair<size_t, size_t> tile_dims(const Stage& st) {
+  if (channels_last_conv(st)) return {2, 3};
   if (st.kind == OpKind::Convolution && st.vars.size() == 4) return {1, 3};
   return {st.vars.size() - 2, st.vars.size() - 1};
 }
@@ -93,6 +102,150 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
     }
   }
   return row + "_o";
+}
+
+// The register tile of a channels-last convolution's epilogue `e` (or of the
+// convolution itself): x_i rows by o_i columns of accumulators. The tile is
+// chosen by a throughput model of one reduction step: tr * v FMAs (2 per cycle)
+// against tr broadcasts + v weight vectors (2 loads per cycle), times the tiles
+// needed to cover the (x, o) plane with whole tiles, so that 7-wide maps get 7
+// rows (ResNet's widths are all multiples of 7) instead of 6 rows plus a
+// shifted, mostly recomputed second tile; ties go to more accumulators.
+// Accumulators, weight vectors and one broadcast must fit the register file
+// (7 x 4 vectors would leave none for the broadcast: LLVM then shuffles and
+// spills accumulators every step, measured 10% slower than 14 x 2).
+//
+// Output rows go outermost and in parallel (56x56 maps, 64-256 channels: the
+// weights are small and stay cache-resident, each thread reads its few input
+// rows). Layers whose weights outweigh their input take `weights_outer`.
+std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls) {
+  const int lanes = t.vector_lanes(DType::F32);
+  const int regs = t.vector_bits >= 512 ? 32 : 16;
+  const int64_t rows = static_extent(e.shape[2]), cols = static_extent(e.shape[3]);
+  int64_t tr = 6, tc = 4 * lanes;
+  if (rows > 0 && cols > 0) {
+    double best = -1;
+    for (int64_t v = 1; v * lanes <= cols && v <= 4; ++v) {
+      const int64_t max_r = std::min<int64_t>({(regs - 1 - v) / v, rows, 14});
+      for (int64_t r = 1; r <= max_r; ++r) {
+        const double step = std::max({r * v / 2.0, (r + v) / 2.0, 4.0});
+        const double tiles = double((rows + r - 1) / r) * double((cols + v * lanes - 1) / (v * lanes));
+        const double cost = tiles * step;
+        // Ties: more accumulators, then fewer loads per FMA.
+        const int64_t bv = tc / lanes;
+        const bool better_tie = r * v > tr * bv || (r * v == tr * bv && r + v < tr + bv);
+        if (best < 0 || cost < best - 1e-9 || (cost < best + 1e-9 && better_tie)) best = cost, tr = r, tc = v * lanes;
+      }
+    }
+  }
+  const std::string x = e.vars[2], o = e.vars[3];
+  ls.tile[x] = {tr};
+  ls.tile[o] = {tc};
+  ls.order = {e.vars[0], e.vars[1], o + "_o", x + "_o", x + "_i", o + "_i"};
+  ls.parallel = {e.vars[1]};
+  ls.vectorize = o + "_i";
+  ls.vector_width = lanes;
+  return x + "_o";
+}
+
+// Does a convolution read more weight elements than input elements (its
+// second operand vs its first)?
+bool weights_outweigh_input(const Program& p, const Stage& conv) {
+  const auto reads = conv.reads();
+  if (reads.size() != 2) return false;
+  auto elems = [&](const std::string& n) {
+    int64_t r = 1;
+    for (const Dim& d : p.tensor(n).shape) r *= std::max<int64_t>(static_extent(d), 1);
+    return r;
+  };
+  return elems(reads[1]) > elems(reads[0]);
+}
+
+// A channels-last convolution whose weights outweigh its input (the deep
+// 28x28 to 7x7 layers: up to 9 MB of weights for 49 pixels) reads each weight
+// once per channel tile: channel tiles outermost and in parallel, the
+// convolution accumulating into its buffer per channel tile (<= 28x28 x 32
+// floats, in L1 or L2; the epilogue reads it right after), and the reduction
+// blocked over input channels so that a block of the weight panel (KH*KW*16
+// rows of 32 channels) is reused by every pixel tile while cache-resident.
+// The register tile spans yt output rows of xt pixels: a 7-wide map gets
+// 2 x 7 pixels x 2 vectors (0.87-0.95 ms on the 7x7 3x3 512-channel layer,
+// one thread; 7 x 2 alone: 0.98 ms, waiting on weight loads). Packing the
+// weight panel per channel tile or per reduction block measured slower
+// (1.32 / 1.19 ms): the weights are read once either way.
+void weights_outer(const Stage& mm, const Stage* epilogue, const Target& t, Schedule& s) {
+  const int lanes = t.vector_lanes(DType::F32);
+  const int regs = t.vector_bits >= 512 ? 32 : 16;
+  const std::string n = mm.vars[0], y = mm.vars[1], x = mm.vars[2], o = mm.vars[3];
+  const int64_t OH = static_extent(mm.shape[1]), OW = static_extent(mm.shape[2]), O = static_extent(mm.shape[3]);
+  const int64_t v = std::max<int64_t>(1, std::min<int64_t>(2, O / lanes));
+  const int64_t rmax = (regs - 1 - v) / v;  // accumulators + weight vectors + one broadcast
+  // Pixels per row of the tile: the fewest computed (whole tiles), then the widest.
+  int64_t xt = 1;
+  for (int64_t c = 1; c <= std::min(OW, rmax); ++c)
+    if ((OW + c - 1) / c * c <= (OW + xt - 1) / xt * xt) xt = c;
+  const int64_t yt = std::max<int64_t>(1, std::min(OH, rmax / xt));
+  // Channel tiles of the stage that is materialized: the epilogue (the
+  // convolution computed in it per channel tile, its own buffer of <= 28x28
+  // x 32 floats the accumulator), or the convolution (an accumulator buffer).
+  const Stage& outer = epilogue ? *epilogue : mm;
+  StageSchedule& os = s[outer.name];
+  os.loops = LoopSchedule{};
+  const std::vector<std::string>& ov = outer.vars;
+  os.loops.tile[ov[3]] = {v * lanes};
+  os.loops.order = {ov[3] + "_o", ov[0], ov[1], ov[2], ov[3] + "_i"};
+  os.loops.parallel = {ov[3] + "_o"};
+  os.loops.vectorize = ov[3] + "_i";
+  os.loops.vector_width = lanes;
+  StageSchedule& ms = s[mm.name];
+  if (epilogue) {
+    ms.compute = {Placement::Kind::At, epilogue->name, ov[3] + "_o"};
+    ms.loops.vectorize = o;
+    ms.loops.vector_width = lanes;
+  } else {
+    ms.accumulator_at = n;
+  }
+  LoopSchedule up;
+  up.tile[y] = {yt};
+  up.tile[x] = {xt};
+  // Input-channel blocks of >= 128 reduction steps per pixel tile (16 for a
+  // 3x3 kernel, 128 for a 1x1), so that loading and storing the accumulators
+  // around each block stays small against its FMAs.
+  std::string cin;
+  int64_t C = 0, taps = 1;
+  for (const RVar& r : mm.rvars) {
+    if (r.name == "c") cin = r.name, C = static_extent(r.extent);
+    else taps *= std::max<int64_t>(1, static_extent(r.extent));
+  }
+  int64_t cb = 16;
+  while (cb * taps < 128) cb *= 2;
+  const bool kblock = !cin.empty() && C > cb && C % cb == 0;
+  if (kblock) up.tile[cin] = {cb};
+  up.order = {n};
+  if (kblock) up.order.push_back(cin + "_o");
+  for (const std::string& l : {y + "_o", x + "_o"}) up.order.push_back(l);
+  for (const RVar& r : mm.rvars) up.order.push_back(r.name == cin && kblock ? cin + "_i" : r.name);
+  for (const std::string& l : {y + "_i", x + "_i", o}) up.order.push_back(l);
+  up.vectorize = o;
+  up.vector_width = lanes;
+  up.unroll[y + "_i"] = 0;
+  up.unroll[x + "_i"] = 0;
+  up.unroll[o] = 0;
+  ms.update = up;
+}
+
+// The padded input of a channels-last convolution (conv2d_nhwc's `_pad`
+// stage): materialized once at root, rows in parallel, channels vectorized,
+// so the convolution's reduction body is a plain load.
+LoopSchedule padded_input(const Stage& pad, const Target& t) {
+  LoopSchedule ls;
+  const int lanes = t.vector_lanes(pad.dtype);
+  if (static_extent(pad.shape.back()) >= lanes && lanes > 1) {
+    ls.vectorize = pad.vars.back();
+    ls.vector_width = lanes;
+  }
+  ls.parallel = {pad.vars[1]};
+  return ls;
 }
 
 // The micro-kernel: reduction loops outside, the register tile's rows
@@ -185,7 +338,7 @@ bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor,
 void contraction_with_epilogue(const Stage& mm, const Stage& e, const Target& t, Schedule& s) {
   const auto rc = tile_dims(mm);
   StageSchedule& es = s[e.name];
-  const std::string at = register_tile(e, rc, t, es.loops);
+  const std::string at = channels_last_conv(mm) ? channels_last_tile(e, t, es.loops) : register_tile(e, rc, t, es.loops);
   StageSchedule& ms = s[mm.name];
   ms.compute = {Placement::Kind::At, e.name, at};
   ms.loops.vectorize = mm.vars[rc.second];
@@ -199,7 +352,11 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   const auto rc = tile_dims(mm);
   StageSchedule& ms = s[mm.name];
   ms.loops = LoopSchedule{};
-  ms.accumulator_at = register_tile(mm, rc, t, ms.loops);
+  if (channels_last_conv(mm) && static_tile(mm, rc) && weights_outweigh_input(p, mm)) {
+    weights_outer(mm, nullptr, t, s);
+    return;
+  }
+  ms.accumulator_at = channels_last_conv(mm) ? channels_last_tile(mm, t, ms.loops) : register_tile(mm, rc, t, ms.loops);
   ms.update = micro_kernel(mm, rc, t, static_tile(mm, rc));
   // Pack the panel of the second operand each column tile reads (K x tile
   // columns, reused by every row tile): without it, its rows are a full row
@@ -344,11 +501,30 @@ Schedule default_schedule(const Program& p, const Target& t) {
       es.loops = parallel_vectorized(*root, t);
       root = nullptr;
     }
+    // A channels-last convolution that reads its weights per channel tile
+    // accumulates over its whole output per channel tile, inside the epilogue.
+    if (root && channels_last_conv(st) && static_tile(st, tile_dims(st)) && weights_outweigh_input(p, st)) {
+      s.stages.erase(root->name);
+      weights_outer(st, root, t, s);
+      continue;
+    }
     if (root) {
       s.stages.erase(root->name);
       contraction_with_epilogue(st, *root, t, s);
     } else {
       contraction_alone(p, st, t, s);
+    }
+  }
+  // The padded input a channels-last convolution reads (instead of an inline
+  // guard in its reduction body).
+  for (const Stage& st : p.stages()) {
+    if (!channels_last_conv(st) || !st.reduce) continue;
+    for (const std::string& r : st.reads()) {
+      const Stage* pad = p.find_stage(r);
+      if (!pad || pad->op != "pad" || pad->reduce || pad->vars.size() != 4 || is_output(p, r)) continue;
+      StageSchedule& ps = s[r];
+      ps = StageSchedule{};
+      ps.loops = padded_input(*pad, t);
     }
   }
   // Row-wise normalizations.

@@ -4,8 +4,11 @@
 // elementwise producers are inlined into their consumers; a contraction with
 // an elementwise epilogue is computed per register tile inside the epilogue
 // (the register-blocked micro-kernel: k outermost, rows unrolled, columns
-// vectorized); other root stages are parallel over their outer dim and
-// vectorized along the contiguous one.
+// vectorized); a channels-last convolution tiles pixels x output channels
+// the same way, reads a padded input materialized once, and, when its weights
+// outweigh its input, runs channel tiles outermost with a blocked reduction;
+// other root stages are parallel over their outer dim and vectorized along
+// the contiguous one.
 #pragma once
 
 #include "backends/Target.h"

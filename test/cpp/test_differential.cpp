@@ -129,6 +129,14 @@ TEST_CASE("differential: conv2d + bias + relu", "[differential]") {
                    trials());
 }
 
+TEST_CASE("differential: conv2d_nhwc + bias + relu", "[differential]") {
+  // As conv2d: C*3*3 = 27 terms with weights scaled 1/27, then bias and relu
+  // (the padded input is an exact copy): G = 12.
+  run_differential({"conv2d_nhwc", {{"N", 1}, {"C", 3}, {"H", 8}, {"W", 10}, {"O", 5}}, {{"Wt", 1.0 / 27}},
+                    [](double u) { return Tolerance{12 * u + kF32Atol, kF32Rtol}; }},
+                   trials());
+}
+
 TEST_CASE("differential: softmax", "[differential]") {
   // exp's argument x - max carries 2 casts + 1 subtraction (<= 4u absolute on
   // |x - max| <= 2), so exp is off by 4u + its own rounding + storage = 6u

@@ -150,3 +150,23 @@ def test_tensor_misuse_is_reported():
         pypto.kernel(lambda x: x.reshape(3, 3), dynamic=False)(np.ones((2, 2), np.float32))
     with pytest.raises(IndexError, match="out of bounds"):
         pypto.kernel(lambda x: x[5], dynamic=False)(np.ones((2, 2), np.float32))
+
+
+def test_conv2d_nhwc_through_the_registry(rng):
+    # Channels-last convolution, HWIO weights, stride 2 and padding 1, vs a float64 numpy loop.
+    x = rng.standard_normal((1, 9, 8, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 5, 16)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+
+    @pypto.kernel
+    def f(x, w, b):
+        return pypto.ops.conv2d_nhwc(x, w, b, stride=[2, 2], padding=[1, 1])
+    got = f(x, w, b)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
+    oh, ow = (9 + 2 - 3) // 2 + 1, (8 + 2 - 3) // 2 + 1
+    want = np.zeros((1, oh, ow, 16)) + b
+    for ky in range(3):
+        for kx in range(3):
+            want += xp[:, ky:ky + 2 * oh - 1:2, kx:kx + 2 * ow - 1:2, :] @ w[ky, kx].astype(np.float64)
+    # f32 sums of 45 products of standard normals: 1e-4 relative + absolute.
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
