@@ -21,12 +21,12 @@ namespace {
 
 using pto::bert_ref::Vec;
 
-// W [in, out] -> the blocked layout the library takes, Wb[out / 64, in, 64]
-// (dsl/models/Bert.h): done once, at load time.
-std::vector<float> block64(const std::vector<float>& w, int64_t in, int64_t out) {
+// W [in, out] -> the blocked layout the library takes, Wb[out / blk, in, blk]
+// (dsl/models/Bert.h, blk = BertConfig::weight_block): done once, at load time.
+std::vector<float> blocked(const std::vector<float>& w, int64_t in, int64_t out, int64_t blk) {
   std::vector<float> b(w.size());
   for (int64_t k = 0; k < in; ++k)
-    for (int64_t o = 0; o < out; ++o) b[static_cast<size_t>(((o / 64) * in + k) * 64 + o % 64)] = w[static_cast<size_t>(k * out + o)];
+    for (int64_t o = 0; o < out; ++o) b[static_cast<size_t>(((o / blk) * in + k) * blk + o % blk)] = w[static_cast<size_t>(k * out + o)];
   return b;
 }
 
@@ -68,9 +68,9 @@ int main() {
   fill("f_W2", static_cast<size_t>(F * H), -0.05f, 0.05f);
 
   std::map<std::string, std::vector<float>> packed;
-  for (const char* n : {"a_Wq", "a_Wk", "a_Wv", "a_Wo"}) packed[n] = block64(f[n], H, H);
-  packed["f_W1"] = block64(f["f_W1"], H, F);
-  packed["f_W2"] = block64(f["f_W2"], F, H);
+  for (const char* n : {"a_Wq", "a_Wk", "a_Wv", "a_Wo"}) packed[n] = blocked(f[n], H, H, c.weight_block);
+  packed["f_W1"] = blocked(f["f_W1"], H, F, c.weight_block);
+  packed["f_W2"] = blocked(f["f_W2"], F, H, c.weight_block);
   std::map<std::string, std::vector<uint16_t>> half;  // bf16 copies of the blocked weights
   for (const auto& [n, v] : packed)
     for (const float x : v) half[n].push_back(to_bf16(x));

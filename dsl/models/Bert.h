@@ -20,9 +20,10 @@ namespace pto::models {
 struct BertConfig {
   int64_t batch = 1, seq = 128, hidden = 768, heads = 12, ffn = 3072;
   double eps = 1e-12;  // BERT's LayerNorm epsilon
-  // Output columns per weight block: 4 AVX-512 vectors, the default
-  // schedule's register tile; used where it divides the layer's width.
-  int64_t weight_block = 64;
+  // Output columns per weight block: 3 AVX-512 vectors, the column tile of
+  // the default schedule's 8 x 48 register tile at BERT's shapes; used where
+  // it divides the layer's width.
+  int64_t weight_block = 48;
   // BF16: mixed precision with bf16 projection weights (half the bytes to
   // stream) and f32 activations, arithmetic and accumulation.
   DType weight_dtype = DType::F32;
