@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every side-by-side benchmark and writes tables (stdout + docs/perf/*.json)
 # and one PNG plot per workload family to docs/perf/.
-#   scripts/bench.sh            # full: BERT seq 128/384, all ResNet-50 layers, matmul
+#   scripts/bench.sh            # full: BERT seq 128/384 (f32 and bf16 weights) and batch 8,
+#                               # all ResNet-50 layers (fp32, bf16), matmul
 #   PTO_BENCH_QUICK=1 scripts/bench.sh   # a few minutes: seq 128, three conv layers
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,10 +20,18 @@ fi
 sched=()
 db="${PTO_TUNING_DB:-.pto/tuning.db}"
 [ -f "$db" ] && sched=(--db "$db")
-"$build/bin/bench_bert" "${bert_args[@]}" "${sched[@]}" --json "$out/bert.json"
-"$py" apps/plot_bench.py "$out/bert.json" "$out/bert.png" --title "BERT-base encoder layer (fp32, batch 1)"
+"$build/bin/bench_bert" "${bert_args[@]}" "${sched[@]}" --bf16 --json "$out/bert.json"
+"$py" apps/plot_bench.py "$out/bert.json" "$out/bert.png" --title "BERT-base encoder layer (fp32 and bf16 weights, batch 1)"
+if [ -z "${PTO_BENCH_QUICK:-}" ]; then
+  "$build/bin/bench_bert" --batch 8 --seq 128 --json "$out/bert_b8.json"
+  "$py" apps/plot_bench.py "$out/bert_b8.json" "$out/bert_b8.png" --title "BERT-base encoder layer (fp32, batch 8)"
+fi
 "$build/bin/bench_resnet50" "${conv_args[@]}" "${sched[@]}" --json "$out/resnet50.json"
 "$py" apps/plot_bench.py "$out/resnet50.json" "$out/resnet50.png" --title "ResNet-50 conv + bias + ReLU (fp32, batch 1)"
+if [ -z "${PTO_BENCH_QUICK:-}" ]; then
+  "$build/bin/bench_resnet50" --no-ort --bf16 --json "$out/resnet50_bf16.json"
+  "$py" apps/plot_bench.py "$out/resnet50_bf16.json" "$out/resnet50_bf16.png" --title "ResNet-50 conv + bias + ReLU (bf16, batch 1)"
+fi
 if [ -x "$build/bin/bench_matmul" ]; then
   "$build/bin/bench_matmul" --json "$out/matmul.json"
   "$py" apps/plot_bench.py "$out/matmul.json" "$out/matmul.png" --title "matmul fp32"
