@@ -145,6 +145,13 @@ std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls
   ls.parallel = {e.vars[1]};
   ls.vectorize = o + "_i";
   ls.vector_width = lanes;
+  // The tile's own loops fully unrolled: every access to the accumulator
+  // buffer then has a constant index and LLVM keeps the tile in registers
+  // from the last FMA through the bias + ReLU to the store, instead of
+  // storing the 28 accumulators to the stack and reloading them (layer 3,
+  // 64 reduction steps per tile: 0.86-0.91x -> 0.97-0.995x of oneDNN).
+  ls.unroll[x + "_i"] = 0;
+  ls.unroll[o + "_i"] = 0;
   return x + "_o";
 }
 
