@@ -92,6 +92,10 @@ TEST_CASE("conv2d_nhwc default schedule: register tiles over pixels x channels, 
     CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{32});
     CHECK(y.loops.vectorize == v[3] + "_i");
     CHECK(y.loops.parallel == std::vector<std::string>{v[1]});
+    // The tile's loops unrolled: the accumulators go from the FMAs through
+    // bias + ReLU to the store in registers (constant indices into conv_acc).
+    CHECK(y.loops.unroll.at(v[2] + "_i") == 0);
+    CHECK(y.loops.unroll.at(v[3] + "_i") == 0);
     CHECK(s.find("conv_acc")->compute.kind == Placement::Kind::At);
   }
   SECTION("no epilogue, weights outweigh the input: an accumulator buffer per channel tile") {
