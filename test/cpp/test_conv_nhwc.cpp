@@ -80,7 +80,9 @@ TEST_CASE("conv2d_nhwc matches float64 loops (stride, padding, dilation, kernel 
 
 TEST_CASE("conv2d_nhwc default schedule: register tiles over pixels x channels, a materialized padded input",
           "[schedule][conv_nhwc]") {
-  const Target t = parse_target("x86-64-avx512");
+  // Two cores, as on the benchmark machine (the target takes the host's count).
+  Target t = parse_target("x86-64-avx512");
+  t.cores = 2;
   SECTION("56-wide map, small weights: 14 pixels x 2 vectors in the epilogue, rows in parallel") {
     Program p("nhwc");
     const Tensor x = p.input("X", {1, 56, 56, 64}), w = p.input("W", {1, 1, 64, 64});
@@ -91,37 +93,64 @@ TEST_CASE("conv2d_nhwc default schedule: register tiles over pixels x channels, 
     CHECK(y.loops.tile.at(v[2]) == std::vector<int64_t>{14});
     CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{32});
     CHECK(y.loops.vectorize == v[3] + "_i");
-    CHECK(y.loops.parallel == std::vector<std::string>{v[1]});
+    // One contiguous block of 28 rows per core.
+    CHECK(y.loops.tile.at(v[1]) == std::vector<int64_t>{28});
+    CHECK(y.loops.parallel == std::vector<std::string>{v[1] + "_o"});
     // The tile's loops unrolled: the accumulators go from the FMAs through
     // bias + ReLU to the store in registers (constant indices into conv_acc).
     CHECK(y.loops.unroll.at(v[2] + "_i") == 0);
     CHECK(y.loops.unroll.at(v[3] + "_i") == 0);
     CHECK(s.find("conv_acc")->compute.kind == Placement::Kind::At);
   }
-  SECTION("no epilogue, weights outweigh the input: an accumulator buffer per channel tile") {
+  SECTION("one core: rows in parallel untiled") {
+    Target t1 = t;
+    t1.cores = 1;
+    Program p("nhwc");
+    const Tensor x = p.input("X", {1, 56, 56, 64}), w = p.input("W", {1, 1, 64, 64});
+    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {64}), {1, 1}, {0, 0}, {1, 1}, "conv"), "Y"));
+    const Schedule s = default_schedule(p, t1);
+    const StageSchedule& y = *s.find("Y");
+    const std::vector<std::string>& v = p.stage("Y").vars;
+    CHECK(y.loops.tile.count(v[1]) == 0);
+    CHECK(y.loops.parallel == std::vector<std::string>{v[1]});
+  }
+  SECTION("weights that outweigh the input but fit half the L2 (64 KB): the row-parallel register tile") {
     Program p("nhwc");
     const Tensor x = p.input("X", {1, 14, 14, 64}), w = p.input("W", {1, 1, 64, 256});
     p.output(ops::conv2d_nhwc(x, w, Tensor(), {1, 1}, {0, 0}, {1, 1}, "Y"));
     const Schedule s = default_schedule(p, t);
     const StageSchedule& acc = *s.find("Y");
+    CHECK(acc.accumulator_at == "x_o");
+    CHECK(acc.loops.parallel == std::vector<std::string>{"y_o"});
+    CHECK(acc.loops.tile.at("y") == std::vector<int64_t>{7});
+  }
+  SECTION("no epilogue, weights outweigh the input and the L2: an accumulator buffer per channel tile") {
+    Program p("nhwc");
+    // 2 MB of weights, more than half of the target's 2 MB L2.
+    const Tensor x = p.input("X", {1, 14, 14, 512}), w = p.input("W", {1, 1, 512, 1024});
+    p.output(ops::conv2d_nhwc(x, w, Tensor(), {1, 1}, {0, 0}, {1, 1}, "Y"));
+    const Schedule s = default_schedule(p, t);
+    const StageSchedule& acc = *s.find("Y");
     CHECK(acc.compute.kind == Placement::Kind::Root);
+    // One block of 16 channel tiles per core.
+    CHECK(acc.loops.tile.at("o") == std::vector<int64_t>{512, 32});
     CHECK(acc.loops.parallel == std::vector<std::string>{"o_o"});
     CHECK(acc.accumulator_at == "n");
     REQUIRE(acc.update.has_value());
     CHECK(acc.update->tile.at("x") == std::vector<int64_t>{14});
-    CHECK(acc.update->tile.count("c") == 0);  // 64 channels: one block of the 1x1 reduction
+    CHECK(acc.update->tile.at("c") == std::vector<int64_t>{128});  // blocks of the 1x1 reduction
   }
   SECTION("7-wide map, weights outweigh the input: channel tiles outermost, 2 x 7 pixel tiles, blocked reduction") {
     Program p("nhwc");
-    const Tensor x = p.input("X", {1, 7, 7, 64}), w = p.input("W", {3, 3, 64, 128});
-    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {128}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
+    const Tensor x = p.input("X", {1, 7, 7, 256}), w = p.input("W", {3, 3, 256, 512});
+    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {512}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
     const Schedule s = default_schedule(p, t);
     const StageSchedule& y = *s.find("Y");
     const std::vector<std::string>& v = p.stage("Y").vars;
-    CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{32});
+    CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{256, 32});
     CHECK(y.loops.parallel == std::vector<std::string>{v[3] + "_o"});
     const StageSchedule& acc = *s.find("conv_acc");
-    CHECK(acc.compute == Placement{Placement::Kind::At, "Y", v[3] + "_o"});
+    CHECK(acc.compute == Placement{Placement::Kind::At, "Y", v[3] + "_m"});
     REQUIRE(acc.update.has_value());
     CHECK(acc.update->tile.at("x") == std::vector<int64_t>{7});
     CHECK(acc.update->tile.at("y") == std::vector<int64_t>{2});
