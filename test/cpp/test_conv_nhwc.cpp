@@ -78,6 +78,45 @@ TEST_CASE("conv2d_nhwc matches float64 loops (stride, padding, dilation, kernel 
   }
 }
 
+TEST_CASE("conv2d_nhwc default schedules on two cores match float64 (row blocks, channel-tile blocks)", "[ops][conv_nhwc]") {
+  // Two cores whatever the host has, so that the per-core blocks are built:
+  // 7 rows in blocks of 4 (the last block shifted inwards), and channel
+  // tiles in blocks of 256 / 512 where the weights exceed half the L2.
+  Target t = parse_target("host");
+  t.cores = 2;
+  std::mt19937 rng(37);
+  struct Case {
+    NhwcCase k;
+    bool relu;
+  };
+  const std::vector<Case> cases = {
+      {{1, 7, 14, 16, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, true}, true},       // small weights: row blocks
+      {{1, 7, 7, 256, 512, 3, 3, {1, 1}, {1, 1}, {1, 1}, true}, true},      // 4.7 MB of weights, bias + ReLU epilogue
+      {{1, 14, 14, 512, 1024, 1, 1, {1, 1}, {0, 0}, {1, 1}, false}, false},  // 2 MB of weights, no epilogue
+  };
+  for (const Case& c : cases) {
+    const NhwcCase& k = c.k;
+    INFO("case " << k.h << "x" << k.w << "x" << k.c << " -> " << k.o << " kernel " << k.kh << "x" << k.kw);
+    Program p("nhwc");
+    const Tensor x = p.input("X", {k.n, k.h, k.w, k.c}), w = p.input("W", {k.kh, k.kw, k.c, k.o});
+    const Tensor b = k.bias ? p.input("b", {k.o}) : Tensor();
+    const Tensor conv = ops::conv2d_nhwc(x, w, b, k.stride, k.pad, k.dil, c.relu ? "conv" : "Y");
+    p.output(c.relu ? ops::relu(conv, "Y") : conv);
+    std::map<std::string, HostTensor> in{{"X", random_tensor({k.n, k.h, k.w, k.c}, rng)},
+                                         {"W", random_tensor({k.kh, k.kw, k.c, k.o}, rng)}};
+    if (k.bias) in["b"] = random_tensor({k.o}, rng);
+    HostTensor want = reference(k, in.at("X"), in.at("W"), k.bias ? &in.at("b") : nullptr);
+    if (c.relu)
+      for (double& v : want.data) v = std::max(v, 0.0);
+    const Schedule s = default_schedule(p, t);
+    validate(p, s, &t);
+    // f32 sums of up to 3*3*256 = 2304 products of values in [-1, 1] (sums
+    // of magnitude ~16): rounding error ~ sqrt(2304) * 2^-24 * 16 = 5e-5, so
+    // 1e-3 absolute + 1e-4 relative leaves a margin of about 20.
+    CHECK(tolerance_ratio(run_f32(Kernel(p, s, t), in)[0], want, 1e-4, 1e-3) <= 1.0);
+  }
+}
+
 TEST_CASE("conv2d_nhwc default schedule: register tiles over pixels x channels, a materialized padded input",
           "[schedule][conv_nhwc]") {
   // Two cores, as on the benchmark machine (the target takes the host's count).
