@@ -300,9 +300,17 @@ void weights_outer(const Stage& mm, const Stage* epilogue, const Target& t, Sche
 LoopSchedule padded_input(const Stage& pad, const Target& t) {
   LoopSchedule ls;
   const int lanes = t.vector_lanes(pad.dtype);
-  if (static_extent(pad.shape.back()) >= lanes && lanes > 1) {
+  const int64_t c = static_extent(pad.shape.back());
+  if (c >= lanes && lanes > 1) {
     ls.vectorize = pad.vars.back();
     ls.vector_width = lanes;
+  } else if (c > 0 && c <= 4 && lanes > 1 && static_extent(pad.shape[2]) >= lanes) {
+    // A few channels (the RGB stem): vectorized along the row, the channels
+    // unrolled inside, instead of a scalar loop (layer 0, 2 threads:
+    // 0.489 -> 0.470-0.478 ms, oneDNN 0.44-0.45).
+    ls.vectorize = pad.vars[2];
+    ls.vector_width = lanes;
+    ls.unroll[pad.vars[3]] = 0;
   }
   ls.parallel = {pad.vars[1]};
   return ls;

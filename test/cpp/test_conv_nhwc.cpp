@@ -141,6 +141,18 @@ TEST_CASE("conv2d_nhwc default schedule: register tiles over pixels x channels, 
     CHECK(y.loops.unroll.at(v[3] + "_i") == 0);
     CHECK(s.find("conv_acc")->compute.kind == Placement::Kind::At);
   }
+  SECTION("3-channel input (the stem): the padded copy vectorized along the row, channels unrolled") {
+    Program p("nhwc");
+    const Tensor x = p.input("X", {1, 224, 224, 3}), w = p.input("W", {7, 7, 3, 64});
+    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {64}), {2, 2}, {3, 3}, {1, 1}, "conv"), "Y"));
+    const Schedule s = default_schedule(p, t);
+    validate(p, s, &t);
+    const StageSchedule* pad = s.find("conv_pad");
+    REQUIRE(pad != nullptr);
+    const std::vector<std::string>& v = p.stage("conv_pad").vars;
+    CHECK(pad->loops.vectorize == v[2]);
+    CHECK(pad->loops.unroll.at(v[3]) == 0);
+  }
   SECTION("one core: rows in parallel untiled") {
     Target t1 = t;
     t1.cores = 1;
