@@ -211,9 +211,9 @@ bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t) {
   return 2 * n > t.l2_bytes;
 }
 
-// A channels-last convolution whose weights outweigh its input (the deep
-// 28x28 to 7x7 layers: up to 9 MB of weights for 49 pixels) reads each weight
-// once per channel tile: channel tiles outermost and in parallel, the
+// A channels-last convolution whose weights outweigh its input and half the
+// L2 (`weights_outer_pays`: ResNet's 2-9 MB layers, down to 49 pixels) reads
+// each weight once per channel tile: channel tiles outermost and in parallel, the
 // convolution accumulating into its buffer per channel tile (<= 28x28 x 32
 // floats, in L1 or L2; the epilogue reads it right after), and the reduction
 // blocked over input channels so that a block of the weight panel (KH*KW*16
