@@ -81,7 +81,8 @@ TEST_CASE("conv2d_nhwc matches float64 loops (stride, padding, dilation, kernel 
 TEST_CASE("conv2d_nhwc default schedules on two cores match float64 (row blocks, channel-tile blocks)", "[ops][conv_nhwc]") {
   // Two cores whatever the host has, so that the per-core blocks are built:
   // 7 rows in blocks of 4 (the last block shifted inwards), and channel
-  // tiles in blocks of 256 / 512 where the weights exceed half the L2.
+  // tiles in blocks of 256 / 512 / 1024 where the weights exceed half the L2
+  // (at 7x7, in groups of 4 tiles sharing an accumulator buffer).
   Target t = parse_target("host");
   t.cores = 2;
   std::mt19937 rng(37);
@@ -93,6 +94,7 @@ TEST_CASE("conv2d_nhwc default schedules on two cores match float64 (row blocks,
       {{1, 7, 14, 16, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, true}, true},       // small weights: row blocks
       {{1, 7, 7, 256, 512, 3, 3, {1, 1}, {1, 1}, {1, 1}, true}, true},      // 4.7 MB of weights, bias + ReLU epilogue
       {{1, 14, 14, 512, 1024, 1, 1, {1, 1}, {0, 0}, {1, 1}, false}, false},  // 2 MB of weights, no epilogue
+      {{1, 7, 7, 512, 2048, 1, 1, {1, 1}, {0, 0}, {1, 1}, false}, false},    // groups of 4 channel tiles, no epilogue
   };
   for (const Case& c : cases) {
     const NhwcCase& k = c.k;
@@ -198,15 +200,17 @@ TEST_CASE("conv2d_nhwc default schedule: register tiles over pixels x channels, 
     const Schedule s = default_schedule(p, t);
     const StageSchedule& y = *s.find("Y");
     const std::vector<std::string>& v = p.stage("Y").vars;
-    CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{256, 32});
+    // A block of 256 channels per core, in groups of 4 channel tiles (49 x 128 floats of accumulators).
+    CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{256, 128});
     CHECK(y.loops.parallel == std::vector<std::string>{v[3] + "_o"});
     const StageSchedule& acc = *s.find("conv_acc");
     CHECK(acc.compute == Placement{Placement::Kind::At, "Y", v[3] + "_m"});
     REQUIRE(acc.update.has_value());
+    CHECK(acc.update->tile.at("o") == std::vector<int64_t>{32});
     CHECK(acc.update->tile.at("x") == std::vector<int64_t>{7});
     CHECK(acc.update->tile.at("y") == std::vector<int64_t>{2});
     CHECK(acc.update->tile.at("c") == std::vector<int64_t>{16});
-    CHECK(acc.update->vectorize == "o");
+    CHECK(acc.update->vectorize == "o_i");
     const StageSchedule* pad = s.find("conv_pad");
     REQUIRE(pad != nullptr);
     CHECK(pad->compute.kind == Placement::Kind::Root);
