@@ -3,6 +3,10 @@
 // Outputs are checked on sampled points against float64 before timing.
 //
 //   build/bin/bench_resnet50 [--layers 0,2,6] [--json FILE] [--no-ort] [--db FILE] [--bf16]
+//                            [--schedule A.json,B.json]
+//
+// --schedule runs each given schedule file next to the default (impl named
+// after the file's stem): for trying a schedule on a layer without a rebuild.
 //
 // --bf16 adds, per layer, bf16 input, weights, bias and output with f32
 // accumulation: PTO (default schedule, precision directives) vs oneDNN bf16
@@ -139,12 +143,15 @@ struct OneDnnConv {
 int main(int argc, char** argv) {
   std::vector<int> layers;
   std::string json_path, db_path;
+  std::vector<std::string> schedule_files;
   bool no_ort = false, bf16 = false;
   double min_time = 0.2;
   CLI::App app{"ResNet-50 convolutions: PTO vs oneDNN vs ONNX Runtime"};
   app.add_option("--layers", layers, "layer indices (default: all)")->delimiter(',');
   app.add_option("--json", json_path, "write records as JSON");
   app.add_option("--db", db_path, "tuning database with tuned schedules (pto tune resnet50_conv --set layer=N)");
+  app.add_option("--schedule", schedule_files, "schedule JSON files to run next to the default (pto schedule resnet50_conv --set layer=N)")
+      ->delimiter(',');
   app.add_flag("--no-ort", no_ort, "skip ONNX Runtime");
   app.add_flag("--bf16", bf16, "also run bf16 (bf16 storage, f32 accumulation): PTO vs oneDNN bf16");
   app.add_option("--min-time", min_time, "seconds of timed repetitions per measurement");
@@ -190,6 +197,7 @@ int main(int argc, char** argv) {
         records.push_back(bench::make_record(label, impl, time_it([&] { k.run(ins, outs); }, 1, 5, min_time), l.flops(1)));
       };
       run_pto("pto-default", default_schedule(p, t));
+      for (const std::string& f : schedule_files) run_pto(std::filesystem::path(f).stem().string(), load_schedule_file(f));
       if (!db_path.empty()) {
         std::string source;
         const Schedule tuned = tuner::best_schedule(db_path, p, t, &source);

@@ -78,9 +78,52 @@ TEST_CASE("conv2d_nhwc matches float64 loops (stride, padding, dilation, kernel 
   }
 }
 
+TEST_CASE("conv2d_nhwc default schedules on two cores match float64 (row blocks, channel-tile blocks)", "[ops][conv_nhwc]") {
+  // Two cores whatever the host has, so that the per-core blocks are built:
+  // 7 rows in blocks of 4 (the last block shifted inwards), and channel
+  // tiles in blocks of 256 / 512 / 1024 where the weights exceed half the L2
+  // (at 7x7, in groups of 4 tiles sharing an accumulator buffer).
+  Target t = parse_target("host");
+  t.cores = 2;
+  std::mt19937 rng(37);
+  struct Case {
+    NhwcCase k;
+    bool relu;
+  };
+  const std::vector<Case> cases = {
+      {{1, 7, 14, 16, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, true}, true},       // small weights: row blocks
+      {{1, 7, 7, 256, 512, 3, 3, {1, 1}, {1, 1}, {1, 1}, true}, true},      // 4.7 MB of weights, bias + ReLU epilogue
+      {{1, 14, 14, 512, 1024, 1, 1, {1, 1}, {0, 0}, {1, 1}, false}, false},  // 2 MB of weights, no epilogue
+      {{1, 7, 7, 512, 2048, 1, 1, {1, 1}, {0, 0}, {1, 1}, false}, false},    // groups of 4 channel tiles, no epilogue
+  };
+  for (const Case& c : cases) {
+    const NhwcCase& k = c.k;
+    INFO("case " << k.h << "x" << k.w << "x" << k.c << " -> " << k.o << " kernel " << k.kh << "x" << k.kw);
+    Program p("nhwc");
+    const Tensor x = p.input("X", {k.n, k.h, k.w, k.c}), w = p.input("W", {k.kh, k.kw, k.c, k.o});
+    const Tensor b = k.bias ? p.input("b", {k.o}) : Tensor();
+    const Tensor conv = ops::conv2d_nhwc(x, w, b, k.stride, k.pad, k.dil, c.relu ? "conv" : "Y");
+    p.output(c.relu ? ops::relu(conv, "Y") : conv);
+    std::map<std::string, HostTensor> in{{"X", random_tensor({k.n, k.h, k.w, k.c}, rng)},
+                                         {"W", random_tensor({k.kh, k.kw, k.c, k.o}, rng)}};
+    if (k.bias) in["b"] = random_tensor({k.o}, rng);
+    HostTensor want = reference(k, in.at("X"), in.at("W"), k.bias ? &in.at("b") : nullptr);
+    if (c.relu)
+      for (double& v : want.data) v = std::max(v, 0.0);
+    const Schedule s = default_schedule(p, t);
+    validate(p, s, &t);
+    // f32 sums of up to 3*3*256 = 2304 products of values in [-1, 1] (sums
+    // of magnitude ~16): rounding error ~ sqrt(2304) * 2^-24 * 16 = 5e-5, so
+    // 1e-3 absolute + 1e-4 relative leaves a margin of about 20.
+    CHECK(tolerance_ratio(run_f32(Kernel(p, s, t), in)[0], want, 1e-4, 1e-3) <= 1.0);
+  }
+}
+
 TEST_CASE("conv2d_nhwc default schedule: register tiles over pixels x channels, a materialized padded input",
           "[schedule][conv_nhwc]") {
-  const Target t = parse_target("x86-64-avx512");
+  // Two cores, as on the benchmark machine (the target takes the host's count).
+  Target t = parse_target("x86-64-avx512");
+  t.cores = 2;
   SECTION("56-wide map, small weights: 14 pixels x 2 vectors in the epilogue, rows in parallel") {
     Program p("nhwc");
     const Tensor x = p.input("X", {1, 56, 56, 64}), w = p.input("W", {1, 1, 64, 64});
@@ -91,38 +134,83 @@ TEST_CASE("conv2d_nhwc default schedule: register tiles over pixels x channels, 
     CHECK(y.loops.tile.at(v[2]) == std::vector<int64_t>{14});
     CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{32});
     CHECK(y.loops.vectorize == v[3] + "_i");
-    CHECK(y.loops.parallel == std::vector<std::string>{v[1]});
+    // One contiguous block of 28 rows per core.
+    CHECK(y.loops.tile.at(v[1]) == std::vector<int64_t>{28});
+    CHECK(y.loops.parallel == std::vector<std::string>{v[1] + "_o"});
+    // The tile's loops unrolled: the accumulators go from the FMAs through
+    // bias + ReLU to the store in registers (constant indices into conv_acc).
+    CHECK(y.loops.unroll.at(v[2] + "_i") == 0);
+    CHECK(y.loops.unroll.at(v[3] + "_i") == 0);
     CHECK(s.find("conv_acc")->compute.kind == Placement::Kind::At);
   }
-  SECTION("no epilogue, weights outweigh the input: an accumulator buffer per channel tile") {
+  SECTION("3-channel input (the stem): the padded copy vectorized along the row, channels unrolled") {
+    Program p("nhwc");
+    const Tensor x = p.input("X", {1, 224, 224, 3}), w = p.input("W", {7, 7, 3, 64});
+    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {64}), {2, 2}, {3, 3}, {1, 1}, "conv"), "Y"));
+    const Schedule s = default_schedule(p, t);
+    validate(p, s, &t);
+    const StageSchedule* pad = s.find("conv_pad");
+    REQUIRE(pad != nullptr);
+    const std::vector<std::string>& v = p.stage("conv_pad").vars;
+    CHECK(pad->loops.vectorize == v[2]);
+    CHECK(pad->loops.unroll.at(v[3]) == 0);
+  }
+  SECTION("one core: rows in parallel untiled") {
+    Target t1 = t;
+    t1.cores = 1;
+    Program p("nhwc");
+    const Tensor x = p.input("X", {1, 56, 56, 64}), w = p.input("W", {1, 1, 64, 64});
+    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {64}), {1, 1}, {0, 0}, {1, 1}, "conv"), "Y"));
+    const Schedule s = default_schedule(p, t1);
+    const StageSchedule& y = *s.find("Y");
+    const std::vector<std::string>& v = p.stage("Y").vars;
+    CHECK(y.loops.tile.count(v[1]) == 0);
+    CHECK(y.loops.parallel == std::vector<std::string>{v[1]});
+  }
+  SECTION("weights that outweigh the input but fit half the L2 (64 KB): the row-parallel register tile") {
     Program p("nhwc");
     const Tensor x = p.input("X", {1, 14, 14, 64}), w = p.input("W", {1, 1, 64, 256});
     p.output(ops::conv2d_nhwc(x, w, Tensor(), {1, 1}, {0, 0}, {1, 1}, "Y"));
     const Schedule s = default_schedule(p, t);
     const StageSchedule& acc = *s.find("Y");
+    CHECK(acc.accumulator_at == "x_o");
+    CHECK(acc.loops.parallel == std::vector<std::string>{"y_o"});
+    CHECK(acc.loops.tile.at("y") == std::vector<int64_t>{7});
+  }
+  SECTION("no epilogue, weights outweigh the input and the L2: an accumulator buffer per channel tile") {
+    Program p("nhwc");
+    // 2 MB of weights, more than half of the target's 2 MB L2.
+    const Tensor x = p.input("X", {1, 14, 14, 512}), w = p.input("W", {1, 1, 512, 1024});
+    p.output(ops::conv2d_nhwc(x, w, Tensor(), {1, 1}, {0, 0}, {1, 1}, "Y"));
+    const Schedule s = default_schedule(p, t);
+    const StageSchedule& acc = *s.find("Y");
     CHECK(acc.compute.kind == Placement::Kind::Root);
+    // One block of 16 channel tiles per core.
+    CHECK(acc.loops.tile.at("o") == std::vector<int64_t>{512, 32});
     CHECK(acc.loops.parallel == std::vector<std::string>{"o_o"});
     CHECK(acc.accumulator_at == "n");
     REQUIRE(acc.update.has_value());
     CHECK(acc.update->tile.at("x") == std::vector<int64_t>{14});
-    CHECK(acc.update->tile.count("c") == 0);  // 64 channels: one block of the 1x1 reduction
+    CHECK(acc.update->tile.at("c") == std::vector<int64_t>{128});  // blocks of the 1x1 reduction
   }
   SECTION("7-wide map, weights outweigh the input: channel tiles outermost, 2 x 7 pixel tiles, blocked reduction") {
     Program p("nhwc");
-    const Tensor x = p.input("X", {1, 7, 7, 64}), w = p.input("W", {3, 3, 64, 128});
-    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {128}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
+    const Tensor x = p.input("X", {1, 7, 7, 256}), w = p.input("W", {3, 3, 256, 512});
+    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {512}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
     const Schedule s = default_schedule(p, t);
     const StageSchedule& y = *s.find("Y");
     const std::vector<std::string>& v = p.stage("Y").vars;
-    CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{32});
+    // A block of 256 channels per core, in groups of 4 channel tiles (49 x 128 floats of accumulators).
+    CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{256, 128});
     CHECK(y.loops.parallel == std::vector<std::string>{v[3] + "_o"});
     const StageSchedule& acc = *s.find("conv_acc");
-    CHECK(acc.compute == Placement{Placement::Kind::At, "Y", v[3] + "_o"});
+    CHECK(acc.compute == Placement{Placement::Kind::At, "Y", v[3] + "_m"});
     REQUIRE(acc.update.has_value());
+    CHECK(acc.update->tile.at("o") == std::vector<int64_t>{32});
     CHECK(acc.update->tile.at("x") == std::vector<int64_t>{7});
     CHECK(acc.update->tile.at("y") == std::vector<int64_t>{2});
     CHECK(acc.update->tile.at("c") == std::vector<int64_t>{16});
-    CHECK(acc.update->vectorize == "o");
+    CHECK(acc.update->vectorize == "o_i");
     const StageSchedule* pad = s.find("conv_pad");
     REQUIRE(pad != nullptr);
     CHECK(pad->compute.kind == Placement::Kind::Root);
