@@ -1,0 +1,249 @@
+// Default schedules of channels-last convolutions (conv2d_nhwc): an implicit
+// GEMM with output pixels as rows and output channels as vector columns, the
+// padded input materialized once, and, where the weights outweigh the input
+// and a core's L2, channel tiles outermost with a blocked reduction.
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "dsl/IRVisitor.h"
+#include "schedules/defaults/Rules.h"
+
+namespace pto::defaults {
+
+// A 2-D convolution whose output channel is the innermost dim ([n, y, x, o]:
+// conv2d_nhwc, or conv2d with layout NHWC).
+bool channels_last_conv(const Stage& st) {
+  return st.kind == OpKind::Convolution && st.vars.size() == 4 && st.vars.back() == "o";
+}
+
+// The block of a parallel loop over `extent` iterations (in units of
+// `unit`) that gives each of the target's cores one contiguous block, or 0
+// where that does not apply (one core, a symbolic or too short extent).
+// Halide hands out parallel iterations dynamically, so single iterations
+// interleave across cores; whole blocks keep neighbouring iterations, which
+// share input (rows) or weight cache lines (channel tiles), on one core.
+int64_t parallel_chunk(int64_t extent, int64_t unit, const Target& t) {
+  if (t.cores < 2 || extent <= 0 || unit <= 0 || extent % unit) return 0;
+  const int64_t units = extent / unit;
+  if (units < t.cores) return 0;
+  return (units + t.cores - 1) / t.cores * unit;
+}
+
+// The register tile of a channels-last convolution's epilogue `e` (or of the
+// convolution itself): x_i rows by o_i columns of accumulators. The tile is
+// chosen by a throughput model of one reduction step: tr * v FMAs (2 per cycle)
+// against tr broadcasts + v weight vectors (2 loads per cycle), times the tiles
+// needed to cover the (x, o) plane with whole tiles, so that 7-wide maps get 7
+// rows (ResNet's widths are all multiples of 7) instead of 6 rows plus a
+// shifted, mostly recomputed second tile; ties go to more accumulators.
+// Accumulators, weight vectors and one broadcast must fit the register file
+// (7 x 4 vectors would leave none for the broadcast: LLVM then shuffles and
+// spills accumulators every step, measured 10% slower than 14 x 2).
+//
+// Output rows go outermost and in parallel (56x56 maps, 64-256 channels: the
+// weights are small and stay cache-resident, each thread reads its few input
+// rows). Layers whose weights outweigh their input and a core's L2 take `weights_outer`.
+std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls) {
+  const int lanes = t.vector_lanes(DType::F32);
+  const int regs = t.vector_bits >= 512 ? 32 : 16;
+  const int64_t rows = static_extent(e.shape[2]), cols = static_extent(e.shape[3]);
+  int64_t tr = 6, tc = 4 * lanes;
+  if (rows > 0 && cols > 0) {
+    double best = -1;
+    for (int64_t v = 1; v * lanes <= cols && v <= 4; ++v) {
+      const int64_t max_r = std::min<int64_t>({(regs - 1 - v) / v, rows, 14});
+      for (int64_t r = 1; r <= max_r; ++r) {
+        const double step = std::max({r * v / 2.0, (r + v) / 2.0, 4.0});
+        const double tiles = double((rows + r - 1) / r) * double((cols + v * lanes - 1) / (v * lanes));
+        const double cost = tiles * step;
+        // Ties: more accumulators, then fewer loads per FMA.
+        const int64_t bv = tc / lanes;
+        const bool better_tie = r * v > tr * bv || (r * v == tr * bv && r + v < tr + bv);
+        if (best < 0 || cost < best - 1e-9 || (cost < best + 1e-9 && better_tie)) best = cost, tr = r, tc = v * lanes;
+      }
+    }
+  }
+  const std::string y = e.vars[1], x = e.vars[2], o = e.vars[3];
+  ls.tile[x] = {tr};
+  ls.tile[o] = {tc};
+  ls.order = {e.vars[0], y, o + "_o", x + "_o", x + "_i", o + "_i"};
+  ls.parallel = {y};
+  // One contiguous block of rows per core rather than rows handed out one
+  // by one: a core's consecutive rows share their input rows (the 3x3
+  // halo) in its own L2, where interleaved rows have both cores fetch
+  // every input row (layer 2, 2 threads: 0.84x -> 0.96x of oneDNN).
+  const int64_t oh = static_extent(e.shape[1]);
+  if (const int64_t chunk = parallel_chunk(oh, 1, t); chunk > 0) {
+    ls.tile[y] = {chunk};
+    ls.order = {e.vars[0], y + "_o", y + "_i", o + "_o", x + "_o", x + "_i", o + "_i"};
+    ls.parallel = {y + "_o"};
+  }
+  ls.vectorize = o + "_i";
+  ls.vector_width = lanes;
+  // The tile's own loops fully unrolled: every access to the accumulator
+  // buffer then has a constant index and LLVM keeps the tile in registers
+  // from the last FMA through the bias + ReLU to the store, instead of
+  // storing the 28 accumulators to the stack and reloading them (layer 3,
+  // 64 reduction steps per tile: 0.86-0.91x -> 0.97-0.995x of oneDNN).
+  ls.unroll[x + "_i"] = 0;
+  ls.unroll[o + "_i"] = 0;
+  return x + "_o";
+}
+
+// Does a convolution read more weight elements than input elements (its
+// second operand vs its first)?
+bool weights_outweigh_input(const Program& p, const Stage& conv) {
+  const auto reads = conv.reads();
+  if (reads.size() != 2) return false;
+  auto elems = [&](const std::string& n) {
+    int64_t r = 1;
+    for (const Dim& d : p.tensor(n).shape) r *= std::max<int64_t>(static_extent(d), 1);
+    return r;
+  };
+  return elems(reads[1]) > elems(reads[0]);
+}
+
+// Does a channels-last convolution take `weights_outer` (channel tiles
+// outermost, each core reading its own block of weight columns once) rather
+// than the row-parallel register tile (each core streaming all the weights
+// once per block of output rows)? When its weights outweigh its input and
+// also take more than half the L2, which the row-parallel tile's weight
+// stream shares with its input rows and outputs. Measured on the 2-core
+// Zen 5 (1 MB of L2 per core; Target says 2 MB): 14x14 1x1 layers with
+// 1 MB of weights run 0.96-0.99x of oneDNN row-parallel vs 0.86x
+// channel-tiled; the 2 MB 1x1 layers and the 2.4 MB 3x3 layers the other
+// way (0.82-0.90x channel-tiled vs 0.69-0.80x row-parallel); the 28x28 3x3
+// 128-channel layer (0.6 MB): 0.91x row-parallel vs 0.64x.
+bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t) {
+  if (!weights_outweigh_input(p, conv)) return false;
+  const auto reads = conv.reads();
+  const TensorInfo& w = p.tensor(reads[1]);
+  int64_t n = bytes(w.dtype);
+  for (const Dim& d : w.shape) n *= std::max<int64_t>(static_extent(d), 1);
+  return 2 * n > t.l2_bytes;
+}
+
+// A channels-last convolution whose weights outweigh its input and half the
+// L2 (`weights_outer_pays`: ResNet's 2-9 MB layers, down to 49 pixels) reads
+// each weight once per channel tile: channel tiles outermost and in parallel, the
+// convolution accumulating into its buffer per channel tile (<= 28x28 x 32
+// floats, in L1 or L2; the epilogue reads it right after), and the reduction
+// blocked over input channels so that a block of the weight panel (KH*KW*16
+// rows of 32 channels) is reused by every pixel tile while cache-resident.
+// The register tile spans yt output rows of xt pixels: a 7-wide map gets
+// 2 x 7 pixels x 2 vectors (0.87-0.95 ms on the 7x7 3x3 512-channel layer,
+// one thread; 7 x 2 alone: 0.98 ms, waiting on weight loads). Packing the
+// weight panel per channel tile or per reduction block measured slower
+// (1.32 / 1.19 ms): the weights are read once either way.
+void weights_outer(const Stage& mm, const Stage* epilogue, const Target& t, Schedule& s) {
+  const int lanes = t.vector_lanes(DType::F32);
+  const int regs = t.vector_bits >= 512 ? 32 : 16;
+  const std::string n = mm.vars[0], y = mm.vars[1], x = mm.vars[2], o = mm.vars[3];
+  const int64_t OH = static_extent(mm.shape[1]), OW = static_extent(mm.shape[2]), O = static_extent(mm.shape[3]);
+  const int64_t v = std::max<int64_t>(1, std::min<int64_t>(2, O / lanes));
+  const int64_t rmax = (regs - 1 - v) / v;  // accumulators + weight vectors + one broadcast
+  // Pixels per row of the tile: the fewest computed (whole tiles), then the widest.
+  int64_t xt = 1;
+  for (int64_t c = 1; c <= std::min(OW, rmax); ++c)
+    if ((OW + c - 1) / c * c <= (OW + xt - 1) / xt * xt) xt = c;
+  const int64_t yt = std::max<int64_t>(1, std::min(OH, rmax / xt));
+  // Channel tiles of the stage that is materialized: the epilogue (the
+  // convolution computed in it per channel tile, its own buffer of <= 28x28
+  // x 32 floats the accumulator), or the convolution (an accumulator buffer).
+  const Stage& outer = epilogue ? *epilogue : mm;
+  StageSchedule& os = s[outer.name];
+  os.loops = LoopSchedule{};
+  const std::vector<std::string>& ov = outer.vars;
+  os.loops.tile[ov[3]] = {v * lanes};
+  os.loops.order = {ov[3] + "_o", ov[0], ov[1], ov[2], ov[3] + "_i"};
+  os.loops.parallel = {ov[3] + "_o"};
+  // Channel tiles in one contiguous block per core (o_o parallel, o_m the
+  // channel tile): a core's tiles are neighbouring columns of the weight
+  // rows, so lines its prefetcher pulls in are its own (layer 13, 2 threads:
+  // 0.64x -> 0.85x of oneDNN; layer 21: 0.86x -> 0.97x).
+  //
+  // Within a block, groups of up to 4 channel tiles share one accumulator
+  // buffer (while it fits L1: the 7x7 maps, 49 x 128 floats), the channel
+  // tiles looping inside each reduction block: the weight rows are then
+  // read 512 contiguous bytes at a time instead of 128 (layers 18-22, 2
+  // threads: 0-25% faster, e.g. layer 19 0.85-0.89x -> 0.91-0.93x).
+  std::string tile_loop = ov[3] + "_o";
+  int64_t group = v * lanes;
+  if (const int64_t chunk = parallel_chunk(O, v * lanes, t); chunk > v * lanes && O % chunk == 0) {
+    const int64_t pixels = std::max<int64_t>(OH, 1) * std::max<int64_t>(OW, 1);
+    while (group * 2 < chunk && chunk % (group * 2) == 0 && group * 2 <= 4 * v * lanes &&
+           pixels * group * 2 * bytes(mm.dtype) <= t.l1_bytes)
+      group *= 2;
+    os.loops.tile[ov[3]] = {chunk, group};
+    os.loops.order = {ov[3] + "_o", ov[3] + "_m", ov[0], ov[1], ov[2], ov[3] + "_i"};
+    tile_loop = ov[3] + "_m";
+  }
+  os.loops.vectorize = ov[3] + "_i";
+  os.loops.vector_width = lanes;
+  StageSchedule& ms = s[mm.name];
+  if (epilogue) {
+    ms.compute = {Placement::Kind::At, epilogue->name, tile_loop};
+    ms.loops.vectorize = o;
+    ms.loops.vector_width = lanes;
+  } else {
+    ms.accumulator_at = n;
+  }
+  LoopSchedule up;
+  up.tile[y] = {yt};
+  up.tile[x] = {xt};
+  // Input-channel blocks of >= 128 reduction steps per pixel tile (16 for a
+  // 3x3 kernel, 128 for a 1x1), so that loading and storing the accumulators
+  // around each block stays small against its FMAs.
+  std::string cin;
+  int64_t C = 0, taps = 1;
+  for (const RVar& r : mm.rvars) {
+    if (r.name == "c") cin = r.name, C = static_extent(r.extent);
+    else taps *= std::max<int64_t>(1, static_extent(r.extent));
+  }
+  int64_t cb = 16;
+  while (cb * taps < 128) cb *= 2;
+  const bool kblock = !cin.empty() && C > cb && C % cb == 0;
+  if (kblock) up.tile[cin] = {cb};
+  // A group of channel tiles: the register tile's channels are o_i, the
+  // tiles o_o loop inside each reduction block.
+  const bool grouped = group > v * lanes;
+  if (grouped) up.tile[o] = {v * lanes};
+  const std::string oi = grouped ? o + "_i" : o;
+  up.order = {n};
+  if (kblock) up.order.push_back(cin + "_o");
+  if (grouped) up.order.push_back(o + "_o");
+  for (const std::string& l : {y + "_o", x + "_o"}) up.order.push_back(l);
+  for (const RVar& r : mm.rvars) up.order.push_back(r.name == cin && kblock ? cin + "_i" : r.name);
+  for (const std::string& l : {y + "_i", x + "_i", oi}) up.order.push_back(l);
+  up.vectorize = oi;
+  up.vector_width = lanes;
+  up.unroll[y + "_i"] = 0;
+  up.unroll[x + "_i"] = 0;
+  up.unroll[oi] = 0;
+  ms.update = up;
+}
+
+// The padded input of a channels-last convolution (conv2d_nhwc's `_pad`
+// stage): materialized once at root, rows in parallel, channels vectorized,
+// so the convolution's reduction body is a plain load.
+LoopSchedule padded_input(const Stage& pad, const Target& t) {
+  LoopSchedule ls;
+  const int lanes = t.vector_lanes(pad.dtype);
+  const int64_t c = static_extent(pad.shape.back());
+  if (c >= lanes && lanes > 1) {
+    ls.vectorize = pad.vars.back();
+    ls.vector_width = lanes;
+  } else if (c > 0 && c <= 4 && lanes > 1 && static_extent(pad.shape[2]) >= lanes) {
+    // A few channels (the RGB stem): vectorized along the row, the channels
+    // unrolled inside, instead of a scalar loop (layer 0, 2 threads:
+    // 0.489 -> 0.470-0.478 ms, oneDNN 0.44-0.45).
+    ls.vectorize = pad.vars[2];
+    ls.vector_width = lanes;
+    ls.unroll[pad.vars[3]] = 0;
+  }
+  ls.parallel = {pad.vars[1]};
+  return ls;
+}
+
+}  // namespace pto::defaults

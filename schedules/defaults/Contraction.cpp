@@ -1,0 +1,210 @@
+// Default schedules of matmul-like contractions (matmul, linear, batched
+// matmul, NCHW convolution): a register tile of accumulators (6 x 4 or 8 x 3
+// AVX-512 vectors) with the reduction outermost, rows unrolled and columns
+// vectorized; computed inside the tile of its elementwise epilogue, or, with
+// no epilogue to fuse into (or a B operand that must be packed), into an
+// accumulator tile of its own with the B panel packed per column tile.
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "dsl/IRVisitor.h"
+#include "schedules/defaults/Rules.h"
+
+namespace pto::defaults {
+
+// The two dims of a contraction or convolution output that form the register
+// tile: (rows, contiguous columns) for matmul, (output channels, output
+// width) for an NCHW convolution (each loaded input value is reused across
+// the channels, each weight across the width), (output width, output
+// channels) for a channels-last one, like a matmul's rows and columns: o is
+// wide enough for whole vectors also where the image is 7 pixels wide.
+std::pair<size_t, size_t> tile_dims(const Stage& st) {
+  if (channels_last_conv(st)) return {2, 3};
+  if (st.kind == OpKind::Convolution && st.vars.size() == 4) return {1, 3};
+  return {st.vars.size() - 2, st.vars.size() - 1};
+}
+
+// The register tile over stage `e` (the epilogue, or the contraction itself):
+// rows x (4 vectors) of accumulators, column tiles in parallel, the rows and
+// the other pure dims outside. Returns the loop to compute the accumulators at.
+std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls) {
+  const int lanes = t.vector_lanes(DType::F32);
+  const std::string row = e.vars[rc.first], col = e.vars[rc.second];
+  const int64_t rows = static_extent(e.shape[rc.first]), cols = static_extent(e.shape[rc.second]);
+  // 6 x (4 vectors) accumulators fill 24 of AVX-512's 32 registers; fewer columns on narrower targets.
+  int64_t tr = std::min<int64_t>(rows > 0 ? rows : 6, 6);
+  // Whole vectors only (vector lanes must divide the tile); a narrower last
+  // tile shifts inwards over columns already computed.
+  int64_t tc = std::min<int64_t>(cols > 0 ? cols : 4 * lanes, (t.vector_bits >= 512 ? 4 : 3) * lanes);
+  auto cover = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
+  if (tc >= lanes && cols > 0) {
+    // The widest whole-vector tile that computes the fewest columns in all
+    // (a conv's 56-wide rows: 2 x 32, not 48 + a shifted 48).
+    int64_t best = lanes, best_cost = -1;
+    for (int64_t c = lanes; c <= tc; c += lanes) {
+      const int64_t cost = cover(cols, c);
+      if (best_cost < 0 || cost <= best_cost) best = c, best_cost = cost;
+    }
+    tc = best;
+  }
+  // 8 x (3 vectors), also 24 accumulators (8 broadcasts and 3 loads per 24
+  // FMAs instead of 6 and 4), where it covers the output with no more
+  // computed elements: BERT's 128 rows are 16 x 8 but 21 x 6 plus a shifted
+  // tile (FFN, one thread: 5.4 -> 5.1 ms with 48-column weight blocks).
+  if (t.vector_bits >= 512 && rows > 0 && cols > 0 && tr == 6 && rows >= 8 && cols >= 3 * lanes &&
+      cover(rows, 8) * cover(cols, 3 * lanes) <= cover(rows, 6) * cover(cols, tc)) {
+    tr = 8;
+    tc = 3 * lanes;
+  }
+  ls.tile[row] = {tr};
+  ls.tile[col] = {tc};
+  // Other pure dims (batch, convolution rows) stay outside the tile loops.
+  std::vector<std::string> order;
+  for (size_t k = 0; k < e.vars.size(); ++k)
+    if (k != rc.first && k != rc.second) order.push_back(e.vars[k]);
+  for (const std::string& l : {col + "_o", row + "_o", row + "_i", col + "_i"}) order.push_back(l);
+  ls.order = order;
+  if (tc >= lanes) {
+    ls.vectorize = col + "_i";
+    ls.vector_width = lanes;
+  }
+  // Parallel over the outermost other dim with enough iterations for both
+  // threads (a convolution's output rows, attention heads, a batch): one fork
+  // per call and whole tiles per task; else over column tiles (BERT's qk
+  // went from 12 forks of 2 column tiles to one fork of 12 heads).
+  ls.parallel = {col + "_o"};
+  for (size_t k = 0; k < e.vars.size(); ++k) {
+    const int64_t x = static_extent(e.shape[k]);
+    if (k != rc.first && k != rc.second && (x < 0 || x >= 4)) {
+      ls.parallel = {e.vars[k]};
+      break;
+    }
+  }
+  return row + "_o";
+}
+
+// The micro-kernel: reduction loops outside, the register tile's rows
+// unrolled and its columns vectorized (and unrolled) inside.
+LoopSchedule micro_kernel(const Stage& mm, std::pair<size_t, size_t> rc, const Target& t, bool const_tile) {
+  const int lanes = t.vector_lanes(DType::F32);
+  const std::string mrow = mm.vars[rc.first], mcol = mm.vars[rc.second];
+  LoopSchedule up;
+  for (size_t k = 0; k < mm.vars.size(); ++k)
+    if (k != rc.first && k != rc.second) up.order.push_back(mm.vars[k]);
+  for (const RVar& rv : mm.rvars) up.order.push_back(rv.name);
+  up.order.push_back(mrow);
+  up.order.push_back(mcol);
+  up.vectorize = mcol;
+  up.vector_width = lanes;
+  // Full unrolls need the register tile to be constant-size, which holds when
+  // the enclosing tiles are (static extents: the last tile shifts inwards).
+  if (const_tile) {
+    up.unroll[mrow] = 0;
+    up.unroll[mcol] = 0;
+  }
+  return up;
+}
+
+bool static_tile(const Stage& st, std::pair<size_t, size_t> rc) {
+  return !st.shape[rc.first].is_symbolic() && !st.shape[rc.second].is_symbolic();
+}
+
+// Does the contraction read `tensor` as W(col, k) (x @ W^T, as `linear` does),
+// i.e. with the vectorized column var in the second-to-last index and a
+// reduction var in the last? Then its panel is packed transposed.
+bool transposed_operand(const Stage& mm, const std::string& tensor, std::pair<size_t, size_t> rc) {
+  struct Find : IRVisitor {
+    const std::string& name;
+    const AccessNode* found = nullptr;
+    explicit Find(const std::string& n) : name(n) {}
+    void visit_access(const AccessNode& a) override {
+      if (a.tensor == name && !found) found = &a;
+      IRVisitor::visit_access(a);
+    }
+  } f(tensor);
+  f.visit(mm.value);
+  if (!f.found || f.found->args.size() < 2) return false;
+  const auto* second = f.found->args[f.found->args.size() - 2].as<VarNode>();
+  if (!second || second->name != mm.vars[rc.second]) return false;
+  // The last index runs along a reduction var (k, or a head's h * dh + d).
+  struct Vars : IRVisitor {
+    std::set<std::string> names;
+    void visit_var(const VarNode& v) override { names.insert(v.name); }
+  } last;
+  last.visit(f.found->args.back());
+  if (last.names.count(mm.vars[rc.second])) return false;
+  for (const RVar& r : mm.rvars)
+    if (last.names.count(r.name)) return true;
+  return false;
+}
+
+// Does the stage evaluate a transcendental function (a polynomial of a few
+// dozen instructions per element)?
+bool transcendental(const Stage& st) {
+  struct Find : IRVisitor {
+    bool found = false;
+    void visit_unary(const UnaryNode& n) override {
+      switch (n.op) {
+        case UnOp::Neg: case UnOp::Not: case UnOp::Abs: case UnOp::Floor: case UnOp::Ceil:
+        case UnOp::Round: case UnOp::Trunc: case UnOp::IsNan: case UnOp::IsInf: case UnOp::Sqrt: break;
+        default: found = true;
+      }
+      IRVisitor::visit_unary(n);
+    }
+  } f;
+  f.visit(st.value);
+  return f.found;
+}
+
+// Does the contraction read rows of its second operand `tensor` so far apart
+// that the register tile's panel must be packed? Rows of 512 or more floats
+// (2 KiB) land on few cache sets: BERT's FFN weight [768, 3072] (12 KiB rows)
+// ran at 125 GFLOP/s per core unpacked, 195 packed with the epilogue as its
+// own pass; matmul + bias + ReLU at n = 1024 203 -> 254 (n = 512: even).
+bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor, std::pair<size_t, size_t> rc) {
+  if (mm.kind != OpKind::Contraction) return false;
+  const Shape& sh = p.tensor(tensor).shape;
+  if (sh.size() < 2) return false;
+  const int64_t row = static_extent(sh.back());
+  return (row < 0 || row >= 512) && static_extent(mm.shape[rc.first]) != 1;
+}
+
+// mm computed per register tile of its elementwise epilogue `e`.
+void contraction_with_epilogue(const Stage& mm, const Stage& e, const Target& t, Schedule& s) {
+  const auto rc = tile_dims(mm);
+  StageSchedule& es = s[e.name];
+  const std::string at = channels_last_conv(mm) ? channels_last_tile(e, t, es.loops) : register_tile(e, rc, t, es.loops);
+  StageSchedule& ms = s[mm.name];
+  ms.compute = {Placement::Kind::At, e.name, at};
+  ms.loops.vectorize = mm.vars[rc.second];
+  ms.loops.vector_width = t.vector_lanes(DType::F32);
+  ms.update = micro_kernel(mm, rc, t, static_tile(e, rc));
+}
+
+// A contraction with no epilogue to be computed in (an output, or read by a
+// reduction): the same micro-kernel, into an accumulator tile of its own.
+void contraction_alone(const Program& p, const Stage& mm, const Target& t, Schedule& s) {
+  const auto rc = tile_dims(mm);
+  StageSchedule& ms = s[mm.name];
+  ms.loops = LoopSchedule{};
+  if (channels_last_conv(mm) && static_tile(mm, rc) && weights_outer_pays(p, mm, t)) {
+    weights_outer(mm, nullptr, t, s);
+    return;
+  }
+  ms.accumulator_at = channels_last_conv(mm) ? channels_last_tile(mm, t, ms.loops) : register_tile(mm, rc, t, ms.loops);
+  ms.update = micro_kernel(mm, rc, t, static_tile(mm, rc));
+  // Pack the panel of the second operand each column tile reads (K x tile
+  // columns, reused by every row tile): without it, its rows are a full row
+  // stride apart and, at power-of-two sizes, fight over the same cache sets
+  // (n = 2048: 123 -> 504 GFLOP/s on the 2-core Zen 5).
+  // A panel that is already contiguous (narrow rows, or weights stored
+  // blocked by column tile as dsl/models/Bert.h does) is read in place.
+  const auto reads = mm.reads();
+  if (mm.kind == OpKind::Contraction && reads.size() == 2 && p.tensor(reads[1]).shape.size() >= 2) {
+    const bool transposed = transposed_operand(mm, reads[1], rc);
+    if (transposed || needs_packing(p, mm, reads[1], rc)) ms.cache.push_back({reads[1], mm.vars[rc.second] + "_o", transposed});
+  }
+}
+
+}  // namespace pto::defaults

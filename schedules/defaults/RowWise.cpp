@@ -1,0 +1,64 @@
+// Default schedules of row-wise normalizations (softmax, layer_norm): the
+// output parallel over rows and vectorized along them, the row statistics and
+// the elementwise rows they read computed per row, the statistics rfactored
+// into vector lanes.
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "dsl/IRVisitor.h"
+#include "schedules/defaults/Rules.h"
+
+namespace pto::defaults {
+
+// A row statistic (max, sum over a long row) as vector lanes of partial
+// results plus one horizontal reduce, instead of a serial chain of scalar
+// ops: rfactor by two vectors (two independent accumulator registers hide
+// the add/max latency), or one, when the row holds at least 8 such chunks.
+std::optional<RFactor> row_rfactor(const Stage& st, const Target& t) {
+  if (!st.reduce || st.rvars.empty() || *st.reduce == ReduceOp::ArgMin || *st.reduce == ReduceOp::ArgMax) return std::nullopt;
+  const RVar& r = st.rvars.back();
+  const int64_t e = static_extent(r.extent);
+  const int lanes = t.vector_lanes(st.dtype);
+  if (e < 0 || lanes < 2 || t.has_device()) return std::nullopt;  // GPU stages map update loops instead
+  for (const int64_t f : {2 * lanes, lanes})
+    if (e % f == 0 && e >= 8 * f) return RFactor{r.name, static_cast<int>(f)};
+  return std::nullopt;
+}
+
+// Row-wise normalizations (softmax, layer_norm): the output is parallel over
+// rows and vectorized along them; the row statistics (reductions over the
+// last dim) and the elementwise rows they read are computed per row, so a
+// row is read from memory once and each exp is evaluated once.
+void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
+  const size_t r = y.vars.size();
+  if (r < 2 || y.shape.back().is_symbolic()) return;
+  const std::string row = y.vars[r - 2];
+  const int lanes = t.vector_lanes(y.dtype);
+  // Producers, consumers first, so that each sees where its readers run.
+  std::vector<const Stage*> ups;
+  for (const Stage& st : p.stages()) ups.insert(ups.begin(), &st);
+  std::set<std::string> at_row{y.name};
+  for (const Stage* st : ups) {
+    if (st->name == y.name || is_output(p, st->name)) continue;
+    const bool stat = st->reduce && st->vars.size() == r - 1 && std::equal(st->vars.begin(), st->vars.end(), y.vars.begin()) &&
+                      st->shape == Shape(y.shape.begin(), y.shape.end() - 1);
+    const bool row_values = !st->reduce && st->shape == y.shape && st->kind == OpKind::Elementwise;
+    if (!stat && !row_values) continue;
+    // Every reader must run per row of y.
+    bool ok = !p.consumers(st->name).empty();
+    for (const auto& c : p.consumers(st->name)) ok &= at_row.count(c) > 0;
+    if (!ok) continue;
+    StageSchedule& ss = s[st->name];
+    ss = StageSchedule{};
+    ss.compute = {Placement::Kind::At, y.name, row};
+    if (stat) ss.rfactor = row_rfactor(*st, t);
+    if (row_values && lanes > 1 && static_extent(st->shape.back()) >= lanes) {
+      ss.loops.vectorize = st->vars.back();
+      ss.loops.vector_width = lanes;
+    }
+    at_row.insert(st->name);
+  }
+}
+
+}  // namespace pto::defaults
