@@ -14,35 +14,16 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/BFloat16.h"
 #include "apps/bert/BertReference.h"
 #include "bert_pto.h"
 
 namespace {
 
+using pto::bench::from_bf16;
+using pto::bench::to_bf16;
+
 using pto::bert_ref::Vec;
-
-// W [in, out] -> the blocked layout the library takes, Wb[out / blk, in, blk]
-// (dsl/models/Bert.h, blk = BertConfig::weight_block): done once, at load time.
-std::vector<float> blocked(const std::vector<float>& w, int64_t in, int64_t out, int64_t blk) {
-  std::vector<float> b(w.size());
-  for (int64_t k = 0; k < in; ++k)
-    for (int64_t o = 0; o < out; ++o) b[static_cast<size_t>(((o / blk) * in + k) * blk + o % blk)] = w[static_cast<size_t>(k * out + o)];
-  return b;
-}
-
-// Round-to-nearest-even f32 -> bf16 bits, and back.
-uint16_t to_bf16(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-float from_bf16(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
 
 }  // namespace
 
@@ -68,9 +49,9 @@ int main() {
   fill("f_W2", static_cast<size_t>(F * H), -0.05f, 0.05f);
 
   std::map<std::string, std::vector<float>> packed;
-  for (const char* n : {"a_Wq", "a_Wk", "a_Wv", "a_Wo"}) packed[n] = blocked(f[n], H, H, c.weight_block);
-  packed["f_W1"] = blocked(f["f_W1"], H, F, c.weight_block);
-  packed["f_W2"] = blocked(f["f_W2"], F, H, c.weight_block);
+  for (const char* n : {"a_Wq", "a_Wk", "a_Wv", "a_Wo"}) packed[n] = pto::models::block_weight(f[n].data(), H, H, c.weight_block);
+  packed["f_W1"] = pto::models::block_weight(f["f_W1"].data(), H, F, c.weight_block);
+  packed["f_W2"] = pto::models::block_weight(f["f_W2"].data(), F, H, c.weight_block);
   std::map<std::string, std::vector<uint16_t>> half;  // bf16 copies of the blocked weights
   for (const auto& [n, v] : packed)
     for (const float x : v) half[n].push_back(to_bf16(x));

@@ -27,6 +27,7 @@
 #include <sstream>
 #include <thread>
 
+#include "apps/common/BFloat16.h"
 #include "apps/common/Bench.h"
 #include "backends/Jit.h"
 #include "backends/Timing.h"
@@ -38,20 +39,10 @@ extern "C" char* openblas_get_corename(void);
 
 namespace {
 
-using namespace pto;
+using pto::bench::from_bf16;
+using pto::bench::to_bf16;
 
-uint16_t to_bf16(float f) {  // round to nearest even
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fff + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
-float from_bf16(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+using namespace pto;
 
 struct Record {
   std::string workload, impl;

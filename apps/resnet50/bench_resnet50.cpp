@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "apps/common/BFloat16.h"
 #include "apps/common/Bench.h"
 #include "autotuner/TuningDB.h"
 #include "backends/Jit.h"
@@ -33,6 +34,9 @@
 using namespace pto;
 
 namespace {
+
+using pto::bench::from_bf16;
+using pto::bench::to_bf16;
 
 // A float64 value of one output point.
 double ref_point(const models::ConvLayer& l, const std::vector<float>& x, const std::vector<float>& w,
@@ -62,19 +66,6 @@ double check(const models::ConvLayer& l, const std::vector<float>& x, const std:
     scale = std::max(scale, std::fabs(want));
   }
   return err / scale;
-}
-
-uint16_t to_bf16(float f) {  // round to nearest even
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fff + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
-float from_bf16(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
 }
 
 // X NCHW -> NHWC and W OIHW -> HWIO (PTO's channels-last operands), any element type.

@@ -13,6 +13,10 @@
 // every call. weight_block = 0 keeps W [in, out].
 #pragma once
 
+#include <string>
+#include <vector>
+
+#include "dsl/Error.h"
 #include "dsl/Program.h"
 
 namespace pto::models {
@@ -29,8 +33,17 @@ struct BertConfig {
   DType weight_dtype = DType::F32;
 };
 
-// W [in, out] row-major -> the blocked layout above.
-std::vector<float> block_weight(const float* w, int64_t in, int64_t out, int64_t block);
+// W [in, out] row-major -> the blocked layout above (inline: programs that
+// only link a generated library lay their weights out with it too).
+inline std::vector<float> block_weight(const float* w, int64_t in, int64_t out, int64_t block) {
+  if (block <= 0 || out % block)
+    throw ShapeError("block_weight: block " + std::to_string(block) + " must be positive and divide out = " + std::to_string(out));
+  std::vector<float> b(static_cast<size_t>(in * out));
+  for (int64_t k = 0; k < in; ++k)
+    for (int64_t o = 0; o < out; ++o)
+      b[static_cast<size_t>(((o / block) * in + k) * block + o % block)] = w[static_cast<size_t>(k * out + o)];
+  return b;
+}
 
 // attn = MultiHeadSelfAttention(X, mask) projected by Wo: inputs X, mask, Wq, bq, Wk, bk, Wv, bv, Wo, bo.
 Program bert_attention(const BertConfig& c);
