@@ -147,6 +147,7 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--seq", type=int, action="append")
     ap.add_argument("--min-time", type=float, default=0.3)
+    ap.add_argument("--rounds", type=int, default=1, help="timing rounds; the one with the lowest median is kept")
     args = ap.parse_args()
     rng = np.random.default_rng(5)
     opts = ort.SessionOptions()
@@ -165,16 +166,20 @@ def main():
                 sys.exit(3)
             print(f"bert_{part} B{args.batch} S{S} onnxruntime max rel err {err:.2e} OK", file=sys.stderr)
             sess.run(None, feeds)
-            times, start = [], time.perf_counter()
-            while len(times) < 5 or time.perf_counter() - start < args.min_time:
-                t0 = time.perf_counter()
-                sess.run(None, feeds)
-                times.append((time.perf_counter() - t0) * 1e3)
-            times.sort()
-            n = len(times)
-            med = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
-            records.append({"workload": f"bert_{part} B{args.batch} S{S}", "median_ms": med,
-                            "min_ms": times[0], "max_ms": times[-1], "reps": n})
+            best = None
+            for _ in range(args.rounds):  # the round with the lowest median, as bench_bert does
+                times, start = [], time.perf_counter()
+                while len(times) < 5 or time.perf_counter() - start < args.min_time:
+                    t0 = time.perf_counter()
+                    sess.run(None, feeds)
+                    times.append((time.perf_counter() - t0) * 1e3)
+                times.sort()
+                n = len(times)
+                med = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
+                if best is None or med < best["median_ms"]:
+                    best = {"workload": f"bert_{part} B{args.batch} S{S}", "median_ms": med,
+                            "min_ms": times[0], "max_ms": times[-1], "reps": n}
+            records.append(best)
     json.dump(records, sys.stdout)
 
 
