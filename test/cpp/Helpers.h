@@ -20,6 +20,17 @@ inline HostTensor random_tensor(std::vector<int64_t> shape, std::mt19937& rng, d
   return t;
 }
 
+// Random inputs U(-1, 1) for every input of `p` (static shapes).
+inline std::map<std::string, HostTensor> random_inputs(const Program& p, std::mt19937& rng) {
+  std::map<std::string, HostTensor> in;
+  for (const auto& i : p.inputs()) {
+    std::vector<int64_t> shape;
+    for (const Dim& d : i.shape) shape.push_back(d.value);
+    in[i.name] = random_tensor(shape, rng);
+  }
+  return in;
+}
+
 // Runs `k` on f32 copies of `inputs` (all inputs f32); returns outputs as HostTensors.
 inline std::vector<HostTensor> run_f32(const Kernel& k, const std::map<std::string, HostTensor>& inputs) {
   const Program& p = k.program();

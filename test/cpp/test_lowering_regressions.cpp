@@ -16,22 +16,12 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::map<std::string, HostTensor> inputs_for(const Program& p, std::mt19937& rng) {
-  std::map<std::string, HostTensor> in;
-  for (const auto& i : p.inputs()) {
-    std::vector<int64_t> shape;
-    for (const Dim& d : i.shape) shape.push_back(d.value);
-    in[i.name] = random_tensor(shape, rng);
-  }
-  return in;
-}
-
 // Runs `json` on `p` and compares every output with the interpreter (f32 schedules:
 // 1e-5 relative + 1e-5 absolute, as in test_jit.cpp).
 void check_runs(const Program& p, const std::string& json) {
   const Target t = parse_target("host");
   std::mt19937 rng(3);
-  const auto in = inputs_for(p, rng);
+  const auto in = random_inputs(p, rng);
   const auto ref = interpret(p, in);
   const auto got = run_f32(Kernel(p, schedule_from_json_string(json), t), in);
   const auto outs = p.outputs();
@@ -77,7 +67,7 @@ TEST_CASE("regression: a producer at an update loop of a reduction with narrow s
       R"({"schema":1,"stages":{"fc2_mm":{"precision":{"storage":"bf16","accumulate":"f32"},"update":{"tile":{"k":[8]}}},
           "act":{"compute":{"at":"fc2_mm","loop":"k_o"}}}})");
   std::mt19937 rng(4);
-  const auto in = inputs_for(p, rng);
+  const auto in = random_inputs(p, rng);
   const auto ref = interpret(p, in);
   double mm_max = 0;
   for (double v : ref.at("fc2_mm").data) mm_max = std::max(mm_max, std::fabs(v));

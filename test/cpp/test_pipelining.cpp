@@ -15,20 +15,6 @@ using namespace pto;
 using namespace pto::test;
 using Catch::Matchers::Contains;
 
-namespace {
-
-std::map<std::string, HostTensor> random_inputs(const Program& p, std::mt19937& rng) {
-  std::map<std::string, HostTensor> in;
-  for (const auto& i : p.inputs()) {
-    std::vector<int64_t> shape;
-    for (const Dim& d : i.shape) shape.push_back(d.value);
-    in[i.name] = random_tensor(shape, rng);
-  }
-  return in;
-}
-
-}  // namespace
-
 TEST_CASE("pipelining: async and double-buffered producers at tile loops match float64", "[pipelining]") {
   const Target t = parse_target("host");
   std::mt19937 rng(1);
