@@ -80,6 +80,23 @@ std::pair<int, std::string> shell(const std::string& cmd) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
+// Starts `exe args...` as a child with TMPDIR = `tmpdir` and its output discarded.
+pid_t spawn(const std::string& exe, const std::string& tmpdir, const std::vector<std::string>& args) {
+  std::vector<char*> argv{const_cast<char*>(exe.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    freopen("/dev/null", "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    setenv("TMPDIR", tmpdir.c_str(), 1);
+    execv(exe.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
 }  // namespace
 
 TEST_CASE("measurer: crash, hang, compile hang, abort and wrong results are recorded", "[tuner][measure]") {
@@ -227,17 +244,8 @@ TEST_CASE("pto tune: kill -9 loses no committed trial, and a rerun resumes", "[t
   const std::string tmp = temp_path("kill-tmp");
   std::filesystem::remove_all(tmp);
   std::filesystem::create_directories(tmp);
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    freopen("/dev/null", "w", stderr);
-    freopen("/dev/null", "w", stdout);
-    setenv("TMPDIR", tmp.c_str(), 1);
-    execl(exe.c_str(), exe.c_str(), "tune", "matmul", "--set", "M=32", "--set", "N=48", "--set", "K=16", "--trials",
-          "200", "--db", db.c_str(), "--strategy", "evolutionary", "--min-seconds", "0.01", "--no-compare",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  const pid_t pid = spawn(exe, tmp, {"tune", "matmul", "--set", "M=32", "--set", "N=48", "--set", "K=16", "--trials", "200",
+                                      "--db", db, "--strategy", "evolutionary", "--min-seconds", "0.01", "--no-compare"});
   // Wait until a few trials are committed, then kill it in the middle of the search.
   size_t before = 0;
   for (int i = 0; i < 600 && before < 3; ++i) {
@@ -287,16 +295,8 @@ TEST_CASE("pto tune: SIGINT and SIGTERM remove the work directory", "[tuner][mea
     const std::string tmp = temp_path("sig-tmp");
     std::filesystem::remove_all(tmp);
     std::filesystem::create_directories(tmp);
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      freopen("/dev/null", "w", stderr);
-      freopen("/dev/null", "w", stdout);
-      setenv("TMPDIR", tmp.c_str(), 1);
-      execl(exe.c_str(), exe.c_str(), "tune", "softmax", "--set", "R=8", "--set", "C=64", "--trials", "200", "--db",
-            db.c_str(), "--min-seconds", "0.01", "--no-compare", static_cast<char*>(nullptr));
-      _exit(127);
-    }
+    const pid_t pid = spawn(exe, tmp, {"tune", "softmax", "--set", "R=8", "--set", "C=64", "--trials", "200", "--db", db,
+                                        "--min-seconds", "0.01", "--no-compare"});
     // Wait for its work directory and its reference output (the search has started).
     bool started = false;
     for (int i = 0; i < 600 && !started; ++i) {
