@@ -558,9 +558,12 @@ class Lowering {
     for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it)
       if (it->name != rf.rvar) order.emplace_back(Halide::RVar(it->name));
     intm.update(0).reorder(order).vectorize(lane);
-    // The stage's own update now reduces `factor` lanes; it needs no
-    // directives (and Halide would warn on every compile that it has none).
-    if (!red.update(0).get_schedule().touched()) red.update(0).unscheduled();
+    // The stage's own update now reduces `factor` lanes. Vectorized as an
+    // atomic reduction, Halide emits one VectorReduce: a halving tree of
+    // shuffles and vector ops (log2(factor) steps) instead of `factor`
+    // dependent scalar ops, which dominated short rows (layer_norm: two
+    // such combines per 768-wide row).
+    red.update(0).atomic().vectorize(ri);
   }
 
   void map_to_gpu(Halide::Stage hs, const StageSchedule& ss) {

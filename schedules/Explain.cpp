@@ -148,11 +148,15 @@ class Explainer {
     Stage lanes = st;
     lanes.rvars = {RVar{lane, Dim(rf.factor)}};
     const std::string body = lhs + " = " + op + "(" + lhs + ", " + rf_ref + ")";
+    // The lanes are combined by one vectorized (tree) reduce.
+    LoopSchedule combine;
+    combine.vectorize = lane;
+    combine.vector_width = rf.factor;
     if (st.vars.empty()) {
       intermediate(depth);
-      nest(lanes, LoopSchedule{}, true, depth, body);
+      nest(lanes, combine, true, depth, body);
     } else {
-      nest(lanes, LoopSchedule{}, true, depth, body, st.vars.back(), intermediate);
+      nest(lanes, combine, true, depth, body, st.vars.back(), intermediate);
     }
   }
 

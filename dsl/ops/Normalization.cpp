@@ -3,6 +3,8 @@
 // statistics given), group_norm and instance_norm (statistics per sample and
 // channel group), l2_normalize. Statistics are two-pass (mean, then mean of
 // squared deviations), which is accurate where E[x^2] - E[x]^2 cancels.
+// Rows are scaled by a per-row reciprocal (1 / sum, 1 / sqrt(var + eps)),
+// one divide per row instead of one per element.
 // Normalized dims may be symbolic: their size comes from element_count().
 #include <cmath>
 
@@ -43,6 +45,11 @@ std::pair<Tensor, Tensor> softmax_stats(Program& p, const std::string& out, cons
   *exp_stage = e;
   return {m, sum};
 }
+
+// 1 / sqrt(v): per row (or channel), so the element loop multiplies
+// instead of dividing (a 512-bit divide costs several multiplies, and it was
+// the longest part of layer_norm's normalize pass).
+Expr inv_sqrt(const Expr& v) { return make_const(1, v.type()) / unary(UnOp::Sqrt, v); }
 
 void check_vector(const std::string& op, const Tensor& t, const Dim& d, const char* what) {
   if (t.defined() && (t.rank() != 1 || t.shape()[0] != d))
@@ -90,7 +97,7 @@ Tensor grouped_norm(const std::string& op, const Tensor& x, int groups, const Te
                                       dev * dev * inv_n, OpKind::Reduction, op);
   const Expr c = var(all[1]);
   const Expr g = c / static_cast<int>(cg);
-  Expr y = (x(vars_of(all)) - mean(var(all[0]), g)) / unary(UnOp::Sqrt, var_(var(all[0]), g) + make_const(eps, t));
+  Expr y = (x(vars_of(all)) - mean(var(all[0]), g)) * inv_sqrt(var_(var(all[0]), g) + make_const(eps, t));
   if (scale.defined()) y = y * scale(c);
   if (bias.defined()) y = y + bias(c);
   return p.define(out, all, x.shape(), y, OpKind::Normalization, op);
@@ -107,7 +114,8 @@ Tensor softmax(const Tensor& x, int axis, const std::string& name) {
   const AxisSplit s = split_axis(x, a);
   Tensor e;
   const auto [m, sum] = softmax_stats(p, out, op, x, a, s, &e);
-  return p.define(out, s.all, x.shape(), e(vars_of(s.all)) / sum(vars_of(s.rest)), OpKind::Normalization, op);
+  return p.define(out, s.all, x.shape(), e(vars_of(s.all)) * (make_const(1, x.dtype()) / sum(vars_of(s.rest))),
+                  OpKind::Normalization, op);
 }
 
 Tensor log_softmax(const Tensor& x, int axis, const std::string& name) {
@@ -146,7 +154,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, doub
   const Expr centered_r = x(s.at_r) - mean(rest);
   const Tensor var_ = p.define_reduce(p.unique_name(out + "_var"), s.rest, s.rest_shape, ReduceOp::Sum, {rv},
                                       centered_r * centered_r * inv_d, OpKind::Reduction, op);
-  Expr y = (x(vars_of(s.all)) - mean(rest)) / unary(UnOp::Sqrt, var_(rest) + make_const(eps, t));
+  Expr y = (x(vars_of(s.all)) - mean(rest)) * inv_sqrt(var_(rest) + make_const(eps, t));
   const Expr last = var(s.all.back());
   if (gamma.defined()) y = y * gamma(last);
   if (beta.defined()) y = y + beta(last);
@@ -167,7 +175,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps, const std::str
   const Expr inv_d = make_const(1, t) / element_count(p, out, {d}, t);
   const Tensor ms = p.define_reduce(p.unique_name(out + "_ms"), s.rest, s.rest_shape, ReduceOp::Sum, {{"r", d}},
                                     x(s.at_r) * x(s.at_r) * inv_d, OpKind::Reduction, op);
-  Expr y = x(vars_of(s.all)) / unary(UnOp::Sqrt, ms(vars_of(s.rest)) + make_const(eps, t));
+  Expr y = x(vars_of(s.all)) * inv_sqrt(ms(vars_of(s.rest)) + make_const(eps, t));
   if (gamma.defined()) y = y * gamma(var(s.all.back()));
   return p.define(out, s.all, x.shape(), y, OpKind::Normalization, op);
 }
@@ -186,7 +194,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, cons
   Program p = x.program();
   const auto all = index_vars(static_cast<size_t>(x.rank()));
   const Expr ch = var(all[1]);
-  const Expr y = (x(vars_of(all)) - mean(ch)) / unary(UnOp::Sqrt, var_(ch) + make_const(eps, x.dtype())) * scale(ch) +
+  const Expr y = (x(vars_of(all)) - mean(ch)) * inv_sqrt(var_(ch) + make_const(eps, x.dtype())) * scale(ch) +
                  bias(ch);
   return p.define(name.empty() ? p.unique_name(op) : name, all, x.shape(), y, OpKind::Normalization, op);
 }
@@ -212,7 +220,8 @@ Tensor l2_normalize(const Tensor& x, int axis, double eps, const std::string& na
   const Tensor ss = p.define_reduce(p.unique_name(out + "_ss"), s.rest, s.rest_shape, ReduceOp::Sum,
                                     {{"r", x.shape()[static_cast<size_t>(a)]}}, x(s.at_r) * x(s.at_r), OpKind::Reduction, op);
   const Expr norm = max(unary(UnOp::Sqrt, ss(vars_of(s.rest))), make_const(eps, x.dtype()));
-  return p.define(out, s.all, x.shape(), x(vars_of(s.all)) / norm, OpKind::Normalization, op);
+  return p.define(out, s.all, x.shape(), x(vars_of(s.all)) * (make_const(1, x.dtype()) / norm),
+                  OpKind::Normalization, op);
 }
 
 }  // namespace pto::ops

@@ -131,7 +131,7 @@ TEST_CASE("rfactor: softmax and layer_norm defaults use it and match float64", "
     // Row statistics over 768 f32 values and a few f32 ops per element: relative
     // to O(1) outputs, 768 * 2^-24 = 4.6e-5 bounds the sums' reassociation.
     CHECK(check(p, s, in, 1e-4, 1e-5) <= 1.0);
-    CHECK_THAT(explain(p, s, &t), Contains("rfactor of") && Contains("vectorized x32"));
+    CHECK_THAT(explain(p, s, &t), Contains("rfactor of r by 128") && Contains("vectorized x128"));
   }
 }
 

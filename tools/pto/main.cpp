@@ -140,7 +140,7 @@ int cmd_run(const Common& c, int reps) {
   const TimingStats ts = time_it([&] { k.run(in_refs, out_refs); }, 1, reps);
   const double gflops = program_flops(p) / (ts.median_ms * 1e6);
   std::printf("check vs plain schedule: max rel err %.2e %s\n", max_err, max_err < 1e-3 ? "OK" : "MISMATCH");
-  std::printf("time: median %.3f ms (min %.3f, max %.3f, %d reps)  %.1f GFLOP/s\n", ts.median_ms, ts.min_ms,
+  std::printf("time: median %.4g ms (min %.4g, max %.4g, %d reps)  %.1f GFLOP/s\n", ts.median_ms, ts.min_ms,
               ts.max_ms, ts.reps, gflops);
   return max_err < 1e-3 ? 0 : 3;
 }
