@@ -5,6 +5,7 @@
 #include <set>
 
 #include "dsl/IRVisitor.h"
+#include "dsl/ZeroPadding.h"
 #include "schedules/LoopNest.h"
 #include "schedules/Validate.h"
 
@@ -286,6 +287,10 @@ class Lowering {
     const Halide::Type acc = halide_type(prec.accumulate);
     ExprLowering el(vars, inputs_, funcs_, types_, compute);
     Halide::Expr body = el.lower(st.value);
+    // skip_padding: the steps that read the zero padding are left out of the
+    // reduction domain (Halide guards them, then trims or folds the guards).
+    if (const StageSchedule* sp = s_.options.opt_level == 0 ? nullptr : s_.find(st.name); sp && !sp->skip_padding.empty())
+      if (const auto pred = padding_predicate(p_, st, sp->skip_padding)) rd.where(el.lower(*pred));
     // Halide takes an update's reduction domain from the RVars its expressions
     // mention: a body that ignores a reduction variable (sum of a constant, a
     // count) would silently lose that loop. Mention each one with a zero term.

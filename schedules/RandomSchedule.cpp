@@ -6,6 +6,7 @@
 #include <set>
 
 #include "dsl/Error.h"
+#include "dsl/ZeroPadding.h"
 #include "schedules/LoopNest.h"
 #include "schedules/Validate.h"
 
@@ -209,6 +210,10 @@ class Drawer {
       if (ss.rfactor) {  // replaces the update's directives, accumulator tile, caches and prefetches
         s.stages[st.name] = ss;
         return;
+      }
+      if (const auto pr = padded_read(p_, st); pr && coin(0.5)) {  // skip the padding along some of its dims
+        for (const std::string& d : pr->dims)
+          if (coin(0.7)) ss.skip_padding.push_back(d);
       }
       if (st.reduce && coin(0.25)) {  // accumulate per iteration of a pure loop (a tile)
         const auto pure = loop_nest(st, ss.loops, false);

@@ -119,6 +119,12 @@ struct StageSchedule {
   // per point of the stage (inside its update's pure loops) and replaces the
   // "update" directives, so it excludes update, accumulator_at, cache, prefetch.
   std::optional<RFactor> rfactor;
+  // Skip the reduction steps that read the zero padding of a padded stage
+  // (conv2d_nhwc's `_pad`), along these of its dims (["h", "w"]): their
+  // products are zero. Pays where the condition folds away or trims a loop:
+  // kx unrolled over a tile of whole rows, ky outside a one-row tile
+  // (ZeroPadding.h). Empty: every step runs.
+  std::vector<std::string> skip_padding;
   Precision precision;
   Pipelining pipeline;
   std::string device = "cpu";        // cpu | cuda | opencl

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "dsl/ZeroPadding.h"
 #include "schedules/LoopNest.h"
 
 namespace pto {
@@ -452,6 +453,18 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
       }
     }
     if (ss.rfactor) check_rfactor(st, ss, target, prec.accumulate);
+    if (!ss.skip_padding.empty()) {
+      const auto pr = padded_read(p, st);
+      if (!pr)
+        throw ScheduleError(where + ": skip_padding needs a sum whose body is a product with a factor read from a "
+                            "zero-padded stage (defined as select(inside, value, 0), like conv2d_nhwc's _pad); '" +
+                            st.name + "' has none");
+      for (const std::string& d : ss.skip_padding)
+        if (std::find(pr->dims.begin(), pr->dims.end(), d) == pr->dims.end())
+          throw ScheduleError(where + ": skip_padding dim '" + d + "' is not a padded dim of '" + pr->stage->name +
+                              "'; padded dims: " + join(pr->dims));
+      if (ss.rfactor) throw ScheduleError(where + ": skip_padding and rfactor cannot be combined; drop one of them");
+    }
     if (ss.update) {
       if (!st.reduce) throw ScheduleError(where + " has no reduction, so it has no \"update\" to schedule");
       // With an accumulator tile, the update's pure loops span that tile only.

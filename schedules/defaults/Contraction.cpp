@@ -189,7 +189,7 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   StageSchedule& ms = s[mm.name];
   ms.loops = LoopSchedule{};
   if (channels_last_conv(mm) && static_tile(mm, rc) && weights_outer_pays(p, mm, t)) {
-    weights_outer(mm, nullptr, t, s);
+    weights_outer(p, mm, nullptr, t, s);
     return;
   }
   ms.accumulator_at = channels_last_conv(mm) ? channels_last_tile(mm, t, ms.loops) : register_tile(mm, rc, t, ms.loops);

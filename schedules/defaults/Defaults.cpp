@@ -137,7 +137,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
     // accumulates over its whole output per channel tile, inside the epilogue.
     if (root && channels_last_conv(st) && static_tile(st, tile_dims(st)) && weights_outer_pays(p, st, t)) {
       s.stages.erase(root->name);
-      weights_outer(st, root, t, s);
+      weights_outer(p, st, root, t, s);
       continue;
     }
     if (root) {

@@ -43,7 +43,7 @@ int64_t parallel_chunk(int64_t extent, int64_t unit, const Target& t);
 std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls);
 bool weights_outweigh_input(const Program& p, const Stage& conv);
 bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t);
-void weights_outer(const Stage& mm, const Stage* epilogue, const Target& t, Schedule& s);
+void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, const Target& t, Schedule& s);
 LoopSchedule padded_input(const Stage& pad, const Target& t);
 
 // RowWise.cpp
