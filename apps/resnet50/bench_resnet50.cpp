@@ -13,8 +13,9 @@
 // (avx512_bf16), in a second table whose ratio column is to oneDNN bf16.
 //
 // oneDNN runs in its preferred (blocked) layouts with weights reordered once,
-// i.e. its best case; PTO reads and writes channels-last NHWC with HWIO weights
-// (models::resnet_conv: conv2d_nhwc), ONNX Runtime plain NCHW (its native layout).
+// i.e. its best case; PTO reads and writes channels-last NHWC with its weights
+// blocked by 32 output channels, likewise laid out once (models::resnet_conv:
+// conv2d_nhwc), ONNX Runtime plain NCHW (its native layout).
 // GFLOP/s are the layer's 2 * N * O * OH * OW * C * KH * KW, not program_flops()
 // (which would count the padding guards and the padded copy).
 #include <CLI/CLI.hpp>
@@ -37,6 +38,9 @@ namespace {
 
 using pto::bench::from_bf16;
 using pto::bench::to_bf16;
+
+// PTO's weight layout: [O/32, KH, KW, C, 32] (models::block_conv_weight).
+constexpr int64_t kWeightBlock = 32;
 
 // A float64 value of one output point.
 double ref_point(const models::ConvLayer& l, const std::vector<float>& x, const std::vector<float>& w,
@@ -158,7 +162,7 @@ int main(int argc, char** argv) {
       if (li < 0 || li >= static_cast<int>(all.size())) throw Error("--layers: no layer " + std::to_string(li));
       const models::ConvLayer& l = all[static_cast<size_t>(li)];
       const std::string label = std::to_string(li) + ":" + l.name;
-      const Program p = models::resnet_conv(l, 1);
+      const Program p = models::resnet_conv(l, 1, DType::F32, kWeightBlock);
       std::vector<float> x = bench::random_floats(static_cast<size_t>(l.cin * l.hw * l.hw), rng);
       std::vector<float> w = bench::random_floats(static_cast<size_t>(l.cout * l.cin * l.kernel * l.kernel), rng, -0.1f, 0.1f);
       std::vector<float> b = bench::random_floats(static_cast<size_t>(l.cout), rng, -0.1f, 0.1f);
@@ -168,8 +172,10 @@ int main(int argc, char** argv) {
       // output is transposed back to NCHW (outside the timing) for the check.
       std::vector<float> xh, wh, outh(out.size());
       to_channels_last(l, x, w, xh, wh, [](float f) { return f; });
+      // Weights blocked by 32 output channels, once, outside the timing (as oneDNN's reorder below).
+      std::vector<float> wb = models::block_conv_weight(wh, l, kWeightBlock);
       const std::vector<BufferRef> ins{{xh.data(), DType::F32, {1, l.hw, l.hw, l.cin}, {}},
-                                       {wh.data(), DType::F32, {l.kernel, l.kernel, l.cin, l.cout}, {}},
+                                       {wb.data(), DType::F32, {l.cout / kWeightBlock, l.kernel, l.kernel, l.cin, kWeightBlock}, {}},
                                        {b.data(), DType::F32, {l.cout}, {}}};
       const std::vector<BufferRef> outs{{outh.data(), DType::F32, {1, o, o, l.cout}, {}}};
       auto to_nchw = [&] {
@@ -220,7 +226,7 @@ int main(int argc, char** argv) {
       to_channels_last(l, xr, wr, x16, w16, [](float f) { return to_bf16(f); });
       for (size_t i = 0; i < br.size(); ++i) b16[i] = to_bf16(br[i]);
       {
-        const Program p16 = models::resnet_conv(l, 1, DType::BF16);
+        const Program p16 = models::resnet_conv(l, 1, DType::BF16, kWeightBlock);
         Schedule s16 = default_schedule(p16, t);
         for (const Stage& st : p16.stages()) {
           if (!s16.find(st.name) || s16.find(st.name)->compute.kind == Placement::Kind::Inline) continue;
@@ -230,8 +236,9 @@ int main(int argc, char** argv) {
           if (st.name != "Y") pr.storage = DType::F32;  // intermediates (the accumulator tile) stay f32
         }
         const Kernel k(p16, s16, t);
+        std::vector<uint16_t> w16b = models::block_conv_weight(w16, l, kWeightBlock);
         const std::vector<BufferRef> ins16{{x16.data(), DType::BF16, {1, l.hw, l.hw, l.cin}, {}},
-                                           {w16.data(), DType::BF16, {l.kernel, l.kernel, l.cin, l.cout}, {}},
+                                           {w16b.data(), DType::BF16, {l.cout / kWeightBlock, l.kernel, l.kernel, l.cin, kWeightBlock}, {}},
                                            {b16.data(), DType::BF16, {l.cout}, {}}};
         const std::vector<BufferRef> outs16{{out16.data(), DType::BF16, {1, o, o, l.cout}, {}}};
         k.run(ins16, outs16);

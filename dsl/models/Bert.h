@@ -7,7 +7,7 @@
 // (the layout of ONNX MatMul initializers and TensorFlow Dense kernels; a
 // PyTorch nn.Linear weight is its transpose), stored blocked by default:
 // Wb[out / block, in, block] with Wb[jb, k, jj] = W[k, jb * block + jj]
-// (`block_weight` converts). That is the prepacked panel a vectorized micro-
+// (`block_weight`, BlockedWeights.h, converts). That is the prepacked panel a vectorized micro-
 // kernel streams for `block` output columns, laid out once at load time as
 // ONNX Runtime and oneDNN prepack their weights, instead of a packing copy on
 // every call. weight_block = 0 keeps W [in, out].
@@ -18,6 +18,7 @@
 
 #include "dsl/Error.h"
 #include "dsl/Program.h"
+#include "dsl/models/BlockedWeights.h"
 
 namespace pto::models {
 
@@ -32,18 +33,6 @@ struct BertConfig {
   // stream) and f32 activations, arithmetic and accumulation.
   DType weight_dtype = DType::F32;
 };
-
-// W [in, out] row-major -> the blocked layout above (inline: programs that
-// only link a generated library lay their weights out with it too).
-inline std::vector<float> block_weight(const float* w, int64_t in, int64_t out, int64_t block) {
-  if (block <= 0 || out % block)
-    throw ShapeError("block_weight: block " + std::to_string(block) + " must be positive and divide out = " + std::to_string(out));
-  std::vector<float> b(static_cast<size_t>(in * out));
-  for (int64_t k = 0; k < in; ++k)
-    for (int64_t o = 0; o < out; ++o)
-      b[static_cast<size_t>(((o / block) * in + k) * block + o % block)] = w[static_cast<size_t>(k * out + o)];
-  return b;
-}
 
 // attn = MultiHeadSelfAttention(X, mask) projected by Wo: inputs X, mask, Wq, bq, Wk, bk, Wv, bv, Wo, bo.
 Program bert_attention(const BertConfig& c);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dsl/Program.h"
+#include "dsl/models/BlockedWeights.h"
 
 namespace pto::models {
 
@@ -20,8 +21,19 @@ struct ConvLayer {
 const std::vector<ConvLayer>& resnet50_conv_layers();
 // relu(conv2d_nhwc(X, W) + b) for one layer, channels last (the layout in which
 // output channels are the vector dim for every layer, 7x7 maps included):
-// inputs X [N, hw, hw, cin] (NHWC), W [k, k, cin, cout] (HWIO), b [cout];
-// output Y [N, out_hw, out_hw, cout]; all of `dtype` (bf16: bench_resnet50 --bf16).
-Program resnet_conv(const ConvLayer& l, int64_t batch = 1, DType dtype = DType::F32);
+// inputs X [N, hw, hw, cin] (NHWC), b [cout]; W blocked by `weight_block`
+// output channels, [cout / block, k, k, cin, block] (block_conv_weight
+// converts HWIO; each 32-channel register tile's weights contiguous, as oneDNN
+// reorders them), or HWIO [k, k, cin, cout] with weight_block = 0; output Y
+// [N, out_hw, out_hw, cout]; all of `dtype` (bf16: bench_resnet50 --bf16).
+// The blocked layout measured 3-7% faster on the deep layers (the HWIO rows of
+// 2-8 KB are read 128 bytes at a time) and the same on the others.
+Program resnet_conv(const ConvLayer& l, int64_t batch = 1, DType dtype = DType::F32, int64_t weight_block = 32);
+
+// HWIO weights [k, k, cin, cout] -> [cout / block, k, k, cin, block].
+template <typename T>
+std::vector<T> block_conv_weight(const std::vector<T>& hwio, const ConvLayer& l, int64_t block) {
+  return block_weight(hwio.data(), l.kernel * l.kernel * l.cin, l.cout, block);
+}
 
 }  // namespace pto::models

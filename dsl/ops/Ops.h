@@ -196,9 +196,12 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int,
               const std::string& name = "");
 Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& params = {}, const std::string& name = "");
 // Channels-last 2-D convolution: input [N, H, W, C], weight [KH, KW, C, O]
-// (HWIO), bias [O] optional, output [N, OH, OW, O]. Output channels are
-// contiguous in the output and the weights (an implicit GEMM over (ky, kx, c));
-// padding is materialized as a stage `<name>_pad` (DataMovement, op "pad").
+// (HWIO) or blocked [O/B, KH, KW, C, B] (each block of B output channels'
+// weights contiguous, the layout oneDNN reorders to; see
+// models::block_conv_weight), bias [O] optional, output [N, OH, OW, O].
+// Output channels are contiguous in the output and the weights (an implicit
+// GEMM over (ky, kx, c)); padding is materialized as a stage `<name>_pad`
+// (DataMovement, op "pad").
 Tensor conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int, 2> stride = {1, 1},
                    std::array<int, 2> padding = {0, 0}, std::array<int, 2> dilation = {1, 1}, const std::string& name = "");
 // Transposed 2-D convolution (PyTorch semantics), NCHW, weight [C, O/groups, KH, KW].

@@ -76,8 +76,7 @@ TEST_CASE("ResNet-50 convolution shapes (scaled down) match a float64 loop", "[m
                                      models::ConvLayer{"deep3x3", 32, 48, 3, 1, 1, 7},
                                      models::ConvLayer{"deep1x1", 256, 64, 1, 1, 0, 5}}) {
     INFO("layer " << l.name);
-    const Program p = models::resnet_conv(l, 2);
-    // Channels last: X NHWC, W HWIO, Y NHWC.
+    // Channels last: X NHWC, W HWIO (and blocked below), Y NHWC.
     const HostTensor x = random_tensor({2, l.hw, l.hw, l.cin}, rng), w = random_tensor({l.kernel, l.kernel, l.cin, l.cout}, rng),
                      b = random_tensor({l.cout}, rng);
     const int64_t o = l.out_hw();
@@ -98,12 +97,26 @@ TEST_CASE("ResNet-50 convolution shapes (scaled down) match a float64 loop", "[m
                 }
             want.data[idx++] = std::max(0.0, acc);
           }
-    for (const Schedule& s : {plain_schedule(p), default_schedule(p, t)}) {
-      const HostTensor got = run_f32(Kernel(p, s, t), {{"X", x}, {"W", w}, {"b", b}})[0];
-      // f32 sums of up to 288 products in [-1, 1] (sum of |terms| <= ~72):
-      // rounding errors of u = 6e-8 per step, growing like sqrt(n) in
-      // practice (~7e-5 absolute at worst here): 1e-4 relative + absolute.
-      CHECK(tolerance_ratio(got, want, 1e-4, 1e-4) <= 1.0);
+    // HWIO, and blocked by the largest of 16, 8, 4, 3, 2 that splits the output channels.
+    std::vector<int64_t> blocks{0};
+    for (const int64_t bl : {16, 8, 4, 3, 2})
+      if (l.cout % bl == 0 && bl < l.cout) {
+        blocks.push_back(bl);
+        break;
+      }
+    for (const int64_t bl : blocks) {
+      INFO("weight_block " << bl);
+      const Program p = models::resnet_conv(l, 2, DType::F32, bl);
+      const HostTensor wb = bl ? HostTensor{{l.cout / bl, l.kernel, l.kernel, l.cin, bl}, models::block_conv_weight(w.data, l, bl)} : w;
+      for (const Schedule& s : {plain_schedule(p), default_schedule(p, t)}) {
+        const HostTensor got = run_f32(Kernel(p, s, t), {{"X", x}, {"W", wb}, {"b", b}})[0];
+        // f32 sums of up to 288 products in [-1, 1] (sum of |terms| <= ~72):
+        // rounding errors of u = 6e-8 per step, growing like sqrt(n) in
+        // practice (~7e-5 absolute at worst here): 1e-4 relative + absolute.
+        CHECK(tolerance_ratio(got, want, 1e-4, 1e-4) <= 1.0);
+      }
     }
   }
+  // 48 does not divide the stem's 64 output channels.
+  CHECK_THROWS_AS(models::resnet_conv(models::resnet50_conv_layers()[0], 1, DType::F32, 48), ShapeError);
 }
