@@ -92,6 +92,30 @@ std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls
   return x + "_o";
 }
 
+// The row-parallel tile's reduction skips the zero padding (skip_padding)
+// where no guard is left in it: its accumulator tile is one output row, so
+// Halide trims ky per row; with a few pixel tiles per row (<= 4), those tiles
+// and kx unrolled, each copy knows which kx reach the padding. Layer 10
+// (28x28, 3x3), 2 threads: 0.44 -> 0.425 ms; layers 2 and 6: 1-2%.
+void skip_row_padding(const Program& p, const Stage& conv, LoopSchedule& tile_loops, StageSchedule& cs) {
+  const auto pr = padded_read(p, conv);
+  if (!pr || pr->stage->vars.size() != 4 || !cs.update) return;
+  auto padded = [&](const std::string& d) { return std::find(pr->dims.begin(), pr->dims.end(), d) != pr->dims.end(); };
+  const std::string h = pr->stage->vars[1], w = pr->stage->vars[2];
+  if (padded(h)) cs.skip_padding.push_back(h);
+  // The pixel-tile loop: x_o of the tile's stage (channels_last_tile's order ends x_o, x_i, o_i).
+  const auto& order = tile_loops.order;
+  if (order.size() < 3 || order[order.size() - 3].size() < 3) return;
+  const std::string x = order[order.size() - 3];
+  const auto tile = tile_loops.tile.find(x.substr(0, x.size() - 2));
+  const int64_t ow = static_extent(conv.shape[2]);
+  if (padded(w) && tile != tile_loops.tile.end() && ow > 0 && (ow + tile->second[0] - 1) / tile->second[0] <= 4) {
+    tile_loops.unroll[x] = 0;
+    cs.update->unroll["kx"] = 0;
+    cs.skip_padding.push_back(w);
+  }
+}
+
 // Does a convolution read more weight elements than input elements (its
 // second operand vs its first)?
 bool weights_outweigh_input(const Program& p, const Stage& conv) {

@@ -171,7 +171,7 @@ bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor,
 }
 
 // mm computed per register tile of its elementwise epilogue `e`.
-void contraction_with_epilogue(const Stage& mm, const Stage& e, const Target& t, Schedule& s) {
+void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e, const Target& t, Schedule& s) {
   const auto rc = tile_dims(mm);
   StageSchedule& es = s[e.name];
   const std::string at = channels_last_conv(mm) ? channels_last_tile(e, t, es.loops) : register_tile(e, rc, t, es.loops);
@@ -180,6 +180,7 @@ void contraction_with_epilogue(const Stage& mm, const Stage& e, const Target& t,
   ms.loops.vectorize = mm.vars[rc.second];
   ms.loops.vector_width = t.vector_lanes(DType::F32);
   ms.update = micro_kernel(mm, rc, t, static_tile(e, rc));
+  if (channels_last_conv(mm)) skip_row_padding(p, mm, es.loops, ms);
 }
 
 // A contraction with no epilogue to be computed in (an output, or read by a
@@ -194,6 +195,7 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   }
   ms.accumulator_at = channels_last_conv(mm) ? channels_last_tile(mm, t, ms.loops) : register_tile(mm, rc, t, ms.loops);
   ms.update = micro_kernel(mm, rc, t, static_tile(mm, rc));
+  if (channels_last_conv(mm)) skip_row_padding(p, mm, ms.loops, ms);
   // Pack the panel of the second operand each column tile reads (K x tile
   // columns, reused by every row tile): without it, its rows are a full row
   // stride apart and, at power-of-two sizes, fight over the same cache sets

@@ -142,7 +142,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
     }
     if (root) {
       s.stages.erase(root->name);
-      contraction_with_epilogue(st, *root, t, s);
+      contraction_with_epilogue(p, st, *root, t, s);
     } else {
       contraction_alone(p, st, t, s);
     }

@@ -34,13 +34,14 @@ bool static_tile(const Stage& st, std::pair<size_t, size_t> rc);
 bool transposed_operand(const Stage& mm, const std::string& tensor, std::pair<size_t, size_t> rc);
 bool transcendental(const Stage& st);
 bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor, std::pair<size_t, size_t> rc);
-void contraction_with_epilogue(const Stage& mm, const Stage& e, const Target& t, Schedule& s);
+void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e, const Target& t, Schedule& s);
 void contraction_alone(const Program& p, const Stage& mm, const Target& t, Schedule& s);
 
 // ChannelsLastConv.cpp
 bool channels_last_conv(const Stage& st);
 int64_t parallel_chunk(int64_t extent, int64_t unit, const Target& t);
 std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls);
+void skip_row_padding(const Program& p, const Stage& conv, LoopSchedule& tile_loops, StageSchedule& cs);
 bool weights_outweigh_input(const Program& p, const Stage& conv);
 bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t);
 void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, const Target& t, Schedule& s);
