@@ -101,7 +101,8 @@ TEST_CASE("skip_padding: defaults use it on deep layers; explain shows the condi
   // A 28x28 128-channel layer takes the row-parallel tile: one output row per
   // accumulator tile (rows trimmed), two pixel tiles per row unrolled (columns).
   const Program row = padded_conv(28, 128, 128, 1);
-  const StageSchedule* r = default_schedule(row, t).find("Y_acc");
+  const Schedule rs = default_schedule(row, t);
+  const StageSchedule* r = rs.find("Y_acc");
   REQUIRE(r);
   CHECK(r->skip_padding == std::vector<std::string>{"h", "w"});
   CHECK_THAT(explain(p, s, &t), Contains("    where "));
