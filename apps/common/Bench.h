@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -73,6 +74,21 @@ inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = 
   std::vector<float> v(n);
   for (auto& x : v) x = d(rng);
   return v;
+}
+
+// Times each implementation in `rounds` interleaved rounds (a, b, a, b, ...)
+// and keeps each one's round with the lowest median: a disturbance on the
+// 2 cores (another process, a frequency change) then hits every
+// implementation's rounds alike instead of deciding a comparison.
+inline std::vector<TimingStats> interleaved_best(const std::vector<std::function<void()>>& impls, int rounds,
+                                                 double min_time) {
+  std::vector<TimingStats> best(impls.size());
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < impls.size(); ++i) {
+      const TimingStats t = time_it(impls[i], 1, 5, min_time);
+      if (r == 0 || t.median_ms < best[i].median_ms) best[i] = t;
+    }
+  return best;
 }
 
 }  // namespace pto::bench

@@ -140,12 +140,25 @@ bool weights_outweigh_input(const Program& p, const Stage& conv) {
 // channel-tiled; the 2 MB 1x1 layers and the 2.4 MB 3x3 layers the other
 // way (0.82-0.90x channel-tiled vs 0.69-0.80x row-parallel); the 28x28 3x3
 // 128-channel layer (0.6 MB): 0.91x row-parallel vs 0.64x.
+//
+// Weights stored blocked by output channels ([O/B, KH, KW, C, B], rank 5)
+// change that for 1x1 layers whose rows split evenly across the cores: each
+// core's weight stream is then contiguous, and the row-parallel tile wins
+// (2 threads, 14x14 1x1 layers with 2 MB of weights: layer 14 0.449 -> 0.420
+// ms, layer 17 0.437 -> 0.428). 3x3 layers keep channel tiles (layer 12
+// 0.446 vs 0.466 ms row-parallel, layer 16 within noise), as do 7x7 maps,
+// whose 7 rows do not split evenly (layer 19 0.205 vs 0.240 ms).
 bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t) {
   if (!weights_outweigh_input(p, conv)) return false;
   const auto reads = conv.reads();
   const TensorInfo& w = p.tensor(reads[1]);
   int64_t n = bytes(w.dtype);
   for (const Dim& d : w.shape) n *= std::max<int64_t>(static_extent(d), 1);
+  int64_t taps = 1;
+  for (const RVar& r : conv.rvars)
+    if (r.name != "c") taps *= std::max<int64_t>(1, static_extent(r.extent));
+  const int64_t oh = static_extent(conv.shape[1]);
+  if (w.shape.size() == 5 && taps == 1 && t.cores > 1 && oh > 0 && oh % t.cores == 0) return false;
   return 2 * n > t.l2_bytes;
 }
 
@@ -249,14 +262,23 @@ void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, con
   // Border taps read zero padding (at 7x7, 2 of every 21 taps per row and per
   // column): skip them where that costs no branch in the tile. A tile of whole
   // rows with kx unrolled knows each pixel's kx range at compile time; a
-  // one-row tile has one ky range, which Halide trims from the ky loop.
-  // (Rows of a taller tile would need a guard per row inside the reduction:
-  // 2x slower.) Layer 16 (14x14, one-row tiles), 2 threads: 0.459 -> 0.424
-  // ms; layer 22 (7x7, two-row tiles, columns only): 0.458 -> 0.444 ms.
+  // one-row tile has one ky range, which Halide trims from the ky loop; a
+  // taller tile knows its rows' ky ranges when its few row tiles and ky are
+  // unrolled too. (Rows of a taller tile left in a loop need a guard per row
+  // inside the reduction: 2x slower.) 2 threads: layer 16 (14x14, one-row
+  // tiles) 0.459 -> 0.424 ms; layer 22 (7x7, 4 two-row tiles) 0.458 -> 0.444
+  // ms (columns only) -> 0.396 ms (rows unrolled as well).
   if (const auto pr = padded_read(p, mm); pr && pr->stage->vars.size() == 4 && xt >= OW) {
     auto padded = [&](const std::string& d) { return std::find(pr->dims.begin(), pr->dims.end(), d) != pr->dims.end(); };
-    if (padded(pr->stage->vars[2])) ms.skip_padding.push_back(pr->stage->vars[2]);
-    if (yt == 1 && padded(pr->stage->vars[1])) ms.skip_padding.insert(ms.skip_padding.begin(), pr->stage->vars[1]);
+    const std::string h = pr->stage->vars[1], w = pr->stage->vars[2];
+    if (padded(h) && yt == 1) {
+      ms.skip_padding.push_back(h);
+    } else if (padded(h) && OH > 0 && (OH + yt - 1) / yt <= 4) {
+      ms.skip_padding.push_back(h);
+      up.unroll[y + "_o"] = 0;
+      up.unroll["ky"] = 0;
+    }
+    if (padded(w)) ms.skip_padding.push_back(w);
     if (!ms.skip_padding.empty()) up.unroll["kx"] = 0;
   }
   ms.update = up;

@@ -97,7 +97,8 @@ TEST_CASE("skip_padding: defaults use it on deep layers; explain shows the condi
   const Schedule s = default_schedule(p, t);
   const StageSchedule* a = s.find("Y_acc");
   REQUIRE(a);
-  CHECK(a->skip_padding == std::vector<std::string>{"w"});  // two-row tiles: columns only
+  // Four two-row tiles, unrolled with ky: rows and columns.
+  CHECK(a->skip_padding == std::vector<std::string>{"h", "w"});
   // A 28x28 128-channel layer takes the row-parallel tile: one output row per
   // accumulator tile (rows trimmed), two pixel tiles per row unrolled (columns).
   const Program row = padded_conv(28, 128, 128, 1);
