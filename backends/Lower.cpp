@@ -286,11 +286,15 @@ class Lowering {
 
     const Halide::Type acc = halide_type(prec.accumulate);
     ExprLowering el(vars, inputs_, funcs_, types_, compute);
-    Halide::Expr body = el.lower(st.value);
     // skip_padding: the steps that read the zero padding are left out of the
-    // reduction domain (Halide guards them, then trims or folds the guards).
-    if (const StageSchedule* sp = s_.options.opt_level == 0 ? nullptr : s_.find(st.name); sp && !sp->skip_padding.empty())
+    // reduction domain (Halide guards them, then trims or folds the guards);
+    // with every padded dim skipped, the rest read the unpadded source.
+    Expr value = st.value;
+    if (const StageSchedule* sp = s_.options.opt_level == 0 ? nullptr : s_.find(st.name); sp && !sp->skip_padding.empty()) {
       if (const auto pred = padding_predicate(p_, st, sp->skip_padding)) rd.where(el.lower(*pred));
+      if (const auto through = read_through_padding(p_, st, sp->skip_padding)) value = *through;
+    }
+    Halide::Expr body = el.lower(value);
     // Halide takes an update's reduction domain from the RVars its expressions
     // mention: a body that ignores a reduction variable (sum of a constant, a
     // count) would silently lose that loop. Mention each one with a zero term.

@@ -1,5 +1,7 @@
 #include "dsl/ZeroPadding.h"
 
+#include <algorithm>
+
 #include "dsl/IRVisitor.h"
 
 namespace pto {
@@ -83,6 +85,29 @@ std::optional<Expr> padding_predicate(const Program& p, const Stage& st, const s
       if (pad->vars[k] == n) return a->args[k];
     return Expr();
   });
+}
+
+std::optional<Expr> read_through_padding(const Program& p, const Stage& st, const std::vector<std::string>& dims) {
+  const auto pr = padded_read(p, st);
+  if (!pr) return std::nullopt;
+  for (const std::string& d : pr->dims)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) return std::nullopt;
+  const Stage& pad = *pr->stage;
+  const Expr inside = pad.value.as<SelectNode>()->true_value;
+  struct ReadThrough : IRMutator {
+    const Stage& pad;
+    const Expr& inside;
+    ReadThrough(const Stage& s, const Expr& v) : pad(s), inside(v) {}
+    Expr mutate_access(const AccessNode& n, const Expr& self) override {
+      if (n.tensor != pad.name) return IRMutator::mutate_access(n, self);
+      return substitute_vars(inside, [&](const std::string& v) -> Expr {
+        for (size_t k = 0; k < pad.vars.size(); ++k)
+          if (pad.vars[k] == v) return n.args[k];
+        return Expr();
+      });
+    }
+  } rt(pad, inside);
+  return rt.mutate(st.value);
 }
 
 }  // namespace pto

@@ -106,8 +106,10 @@ class Explainer {
     const LoopSchedule& upd = ss && ss->update ? *ss->update : none;
     // The reduction body, with the condition skip_padding puts on its steps.
     std::string value = to_string(st.value);
-    if (ss && !ss->skip_padding.empty())
+    if (ss && !ss->skip_padding.empty()) {
+      if (const auto through = read_through_padding(p_, st, ss->skip_padding)) value = to_string(*through);
       if (const auto pred = padding_predicate(p_, st, ss->skip_padding)) value += "    where " + to_string(*pred);
+    }
     if (ss && !ss->accumulator_at.empty()) {
       // The reduction runs into an accumulator tile inside the pure loops.
       const std::string acc = st.name + "__acc(" + lhs.substr(st.name.size() + 1);
