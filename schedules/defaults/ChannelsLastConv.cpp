@@ -45,7 +45,7 @@ int64_t parallel_chunk(int64_t extent, int64_t unit, const Target& t) {
 // Output rows go outermost and in parallel (56x56 maps, 64-256 channels: the
 // weights are small and stay cache-resident, each thread reads its few input
 // rows). Layers whose weights outweigh their input and a core's L2 take `weights_outer`.
-std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls) {
+std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls, int64_t max_pixels) {
   const int lanes = t.vector_lanes(DType::F32);
   const int regs = t.vector_bits >= 512 ? 32 : 16;
   const int64_t rows = static_extent(e.shape[2]), cols = static_extent(e.shape[3]);
@@ -53,14 +53,17 @@ std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls
   if (rows > 0 && cols > 0) {
     double best = -1;
     for (int64_t v = 1; v * lanes <= cols && v <= 4; ++v) {
-      const int64_t max_r = std::min<int64_t>({(regs - 1 - v) / v, rows, 14});
+      const int64_t max_r = std::min<int64_t>({(regs - 1 - v) / v, rows, max_pixels});
       for (int64_t r = 1; r <= max_r; ++r) {
         const double step = std::max({r * v / 2.0, (r + v) / 2.0, 4.0});
         const double tiles = double((rows + r - 1) / r) * double((cols + v * lanes - 1) / (v * lanes));
         const double cost = tiles * step;
-        // Ties: more accumulators, then fewer loads per FMA.
+        // Ties: fewer weight vectors (7 x 2 over 4 x 4 at 28 pixels: 4 x 4
+        // measured 0.70x of 14 x 2 on layer 3), then more accumulators, then
+        // fewer loads per FMA.
         const int64_t bv = tc / lanes;
-        const bool better_tie = r * v > tr * bv || (r * v == tr * bv && r + v < tr + bv);
+        const bool better_tie =
+            v < bv || (v == bv && (r * v > tr * bv || (r * v == tr * bv && r + v < tr + bv)));
         if (best < 0 || cost < best - 1e-9 || (cost < best + 1e-9 && better_tie)) best = cost, tr = r, tc = v * lanes;
       }
     }
@@ -114,6 +117,33 @@ void skip_row_padding(const Program& p, const Stage& conv, LoopSchedule& tile_lo
     cs.update->unroll["kx"] = 0;
     cs.skip_padding.push_back(w);
   }
+}
+
+// The most output pixels a register tile should span. Each reduction step
+// broadcasts one input element per pixel, from input pixels s * C elements
+// apart; when that distance is a multiple of 2 KB, the tile's input lines
+// fall into at most 2 of the L1's sets (sets repeat every 4 KB: 64 sets of
+// 64 B, on this Zen 5 as on Intel cores), and 14 of them, plus the weight
+// and accumulator lines, overflow the 12-way sets and evict each other
+// between the 16 steps that reuse a line. 7 pixels then beat 14 (2 threads,
+// 7 x 2 vectors vs 14 x 2: layer 15, C = 1024, 0.211 -> 0.204 ms; 17: 0.415
+// -> 0.395; 14, C = 512 at stride 2: 0.414 -> 0.401; 18: 0.462 -> 0.422;
+// 20: 0.421 -> 0.399; 21: 0.208 -> 0.201; 22: 0.388 -> 0.373; 28x28 layers
+// with C = 512 unchanged). 14 otherwise.
+int64_t max_tile_pixels(const Program& p, const Stage& conv) {
+  const auto reads = conv.reads();
+  if (reads.empty() || conv.shape.size() != 4) return 14;
+  const Shape& in = p.tensor(reads[0]).shape;
+  int64_t C = 0, kw = 1;
+  for (const RVar& r : conv.rvars) {
+    if (r.name == "c") C = static_extent(r.extent);
+    if (r.name == "kx") kw = static_extent(r.extent);
+  }
+  const int64_t w_in = in.size() == 4 ? static_extent(in[2]) : -1, ow = static_extent(conv.shape[2]);
+  if (C <= 0 || w_in <= 0 || ow <= 1 || kw <= 0) return 14;
+  const int64_t stride = (w_in - kw) / (ow - 1);  // input pixels per output pixel along a row
+  const int64_t step_bytes = stride * C * bytes(conv.dtype);
+  return step_bytes > 0 && step_bytes % 2048 == 0 ? 7 : 14;
 }
 
 // Does a convolution read more weight elements than input elements (its
@@ -185,7 +215,7 @@ void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, con
   int64_t xt = 1;
   for (int64_t c = 1; c <= std::min(OW, rmax); ++c)
     if ((OW + c - 1) / c * c <= (OW + xt - 1) / xt * xt) xt = c;
-  const int64_t yt = std::max<int64_t>(1, std::min(OH, rmax / xt));
+  const int64_t yt = std::max<int64_t>(1, std::min({OH, rmax / xt, std::max<int64_t>(1, max_tile_pixels(p, mm) / xt)}));
   // Channel tiles of the stage that is materialized: the epilogue (the
   // convolution computed in it per channel tile, its own buffer of <= 28x28
   // x 32 floats the accumulator), or the convolution (an accumulator buffer).

@@ -174,7 +174,7 @@ bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor,
 void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e, const Target& t, Schedule& s) {
   const auto rc = tile_dims(mm);
   StageSchedule& es = s[e.name];
-  const std::string at = channels_last_conv(mm) ? channels_last_tile(e, t, es.loops) : register_tile(e, rc, t, es.loops);
+  const std::string at = channels_last_conv(mm) ? channels_last_tile(e, t, es.loops, max_tile_pixels(p, mm)) : register_tile(e, rc, t, es.loops);
   StageSchedule& ms = s[mm.name];
   ms.compute = {Placement::Kind::At, e.name, at};
   ms.loops.vectorize = mm.vars[rc.second];
@@ -193,7 +193,7 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
     weights_outer(p, mm, nullptr, t, s);
     return;
   }
-  ms.accumulator_at = channels_last_conv(mm) ? channels_last_tile(mm, t, ms.loops) : register_tile(mm, rc, t, ms.loops);
+  ms.accumulator_at = channels_last_conv(mm) ? channels_last_tile(mm, t, ms.loops, max_tile_pixels(p, mm)) : register_tile(mm, rc, t, ms.loops);
   ms.update = micro_kernel(mm, rc, t, static_tile(mm, rc));
   if (channels_last_conv(mm)) skip_row_padding(p, mm, ms.loops, ms);
   // Pack the panel of the second operand each column tile reads (K x tile

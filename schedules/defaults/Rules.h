@@ -40,7 +40,8 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
 // ChannelsLastConv.cpp
 bool channels_last_conv(const Stage& st);
 int64_t parallel_chunk(int64_t extent, int64_t unit, const Target& t);
-std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls);
+int64_t max_tile_pixels(const Program& p, const Stage& conv);
+std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls, int64_t max_pixels = 14);
 void skip_row_padding(const Program& p, const Stage& conv, LoopSchedule& tile_loops, StageSchedule& cs);
 bool weights_outweigh_input(const Program& p, const Stage& conv);
 bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t);
