@@ -315,7 +315,7 @@ void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, con
 }
 
 // The padded input of a channels-last convolution (conv2d_nhwc's `_pad`
-// stage): materialized once at root, rows in parallel, channels vectorized,
+// stage): materialized once at root, row blocks in parallel, channels vectorized,
 // so the convolution's reduction body is a plain load.
 LoopSchedule padded_input(const Stage& pad, const Target& t) {
   LoopSchedule ls;
@@ -332,7 +332,15 @@ LoopSchedule padded_input(const Stage& pad, const Target& t) {
     ls.vector_width = lanes;
     ls.unroll[pad.vars[3]] = 0;
   }
-  ls.parallel = {pad.vars[1]};
+  // Rows in one contiguous block per core, not one task per row (the stem's
+  // 230 rows, 2 threads: 0.034 -> 0.021 ms).
+  const std::string h = pad.vars[1];
+  if (const int64_t chunk = parallel_chunk(static_extent(pad.shape[1]), 1, t); chunk > 0 && chunk < static_extent(pad.shape[1])) {
+    ls.tile[h] = {chunk};
+    ls.parallel = {h + "_o"};
+  } else {
+    ls.parallel = {h};
+  }
   return ls;
 }
 
