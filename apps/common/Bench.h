@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -75,6 +76,23 @@ inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = 
   for (auto& x : v) x = d(rng);
   return v;
 }
+
+// 64-byte aligned storage for the buffers a benchmark hands to a kernel, as
+// oneDNN allocates its own: malloc's 16-byte alignment makes every 64-byte
+// vector load or store of a row span two cache lines.
+template <typename T>
+struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <typename U>
+  Aligned64(const Aligned64<U>&) {}  // NOLINT(google-explicit-constructor)
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t{64}); }
+  template <typename U>
+  bool operator==(const Aligned64<U>&) const { return true; }
+};
+template <typename T>
+using AlignedVector = std::vector<T, Aligned64<T>>;
 
 // Times each implementation in `rounds` interleaved rounds (a, b, a, b, ...)
 // and keeps each one's round with the lowest median: a disturbance on the

@@ -175,13 +175,15 @@ int main(int argc, char** argv) {
       std::vector<float> out(static_cast<size_t>(l.cout * o * o));
       // PTO's channels-last copies: X NCHW -> NHWC, W OIHW -> HWIO; its NHWC
       // output is transposed back to NCHW (outside the timing) for the check.
-      std::vector<float> xh, wh, outh(out.size());
-      to_channels_last(l, x, w, xh, wh, [](float f) { return f; });
-      // Weights blocked by 32 output channels, once, outside the timing (as oneDNN's reorder below).
-      std::vector<float> wb = models::block_conv_weight(wh, l, kWeightBlock);
+      std::vector<float> xh0, wh;
+      to_channels_last(l, x, w, xh0, wh, [](float f) { return f; });
+      // Weights blocked by 32 output channels, once, outside the timing (as
+      // oneDNN's reorder below); every buffer 64-byte aligned, as oneDNN's.
+      const std::vector<float> wb0 = models::block_conv_weight(wh, l, kWeightBlock);
+      bench::AlignedVector<float> xh(xh0.begin(), xh0.end()), wb(wb0.begin(), wb0.end()), ba(b.begin(), b.end()), outh(out.size());
       const std::vector<BufferRef> ins{{xh.data(), DType::F32, {1, l.hw, l.hw, l.cin}, {}},
                                        {wb.data(), DType::F32, {l.cout / kWeightBlock, l.kernel, l.kernel, l.cin, kWeightBlock}, {}},
-                                       {b.data(), DType::F32, {l.cout}, {}}};
+                                       {ba.data(), DType::F32, {l.cout}, {}}};
       const std::vector<BufferRef> outs{{outh.data(), DType::F32, {1, o, o, l.cout}, {}}};
       auto to_nchw = [&] {
         for (int64_t co = 0; co < l.cout; ++co)
