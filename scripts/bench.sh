@@ -26,10 +26,10 @@ if [ -z "${PTO_BENCH_QUICK:-}" ]; then
   "$build/bin/bench_bert" --batch 8 --seq 128 --json "$out/bert_b8.json"
   "$py" apps/plot_bench.py "$out/bert_b8.json" "$out/bert_b8.png" --title "BERT-base encoder layer (fp32, batch 8)"
 fi
-"$build/bin/bench_resnet50" "${conv_args[@]}" "${sched[@]}" --json "$out/resnet50.json"
+"$build/bin/bench_resnet50" "${conv_args[@]}" "${sched[@]}" --rounds 3 --min-time 0.1 --json "$out/resnet50.json"
 "$py" apps/plot_bench.py "$out/resnet50.json" "$out/resnet50.png" --title "ResNet-50 conv + bias + ReLU (fp32, batch 1)"
 if [ -z "${PTO_BENCH_QUICK:-}" ]; then
-  "$build/bin/bench_resnet50" --no-ort --bf16 --json "$out/resnet50_bf16.json"
+  "$build/bin/bench_resnet50" --no-ort --bf16 --rounds 3 --min-time 0.1 --json "$out/resnet50_bf16.json"
   "$py" apps/plot_bench.py "$out/resnet50_bf16.json" "$out/resnet50_bf16.png" --title "ResNet-50 conv + bias + ReLU (bf16, batch 1)"
 fi
 if [ -x "$build/bin/bench_matmul" ]; then

@@ -4,6 +4,7 @@
 // ResNet-50 layer kinds at reduced spatial size; typed errors for bad shapes.
 #include <catch2/catch.hpp>
 
+#include "dsl/models/BlockedWeights.h"
 #include "dsl/ops/Ops.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
@@ -231,4 +232,25 @@ TEST_CASE("conv2d_nhwc rejects bad shapes with typed errors", "[ops][conv_nhwc][
   CHECK_THROWS_WITH(ops::conv2d_nhwc(x, p.input("Wbig", {9, 3, 4, 6}), Tensor()), Catch::Contains("does not fit input size 8"));
   const Tensor xs = p.input("Xs", {1, Dim::symbol("H"), 8, 4});
   CHECK_THROWS_AS(ops::conv2d_nhwc(xs, w, Tensor()), ShapeError);
+  // Blocked weights [O/B, KH, KW, C, B]: the channel count is dim 3; other ranks name both layouts.
+  CHECK_THROWS_WITH(ops::conv2d_nhwc(x, p.input("Wb", {3, 3, 3, 5, 2}), Tensor()),
+                    Catch::Contains("has 5 input channels (dim 3 of [O/B, KH, KW, C, B])"));
+  CHECK_THROWS_WITH(ops::conv2d_nhwc(x, p.input("W3", {3, 4, 6}), Tensor()),
+                    Catch::Contains("[KH, KW, C, O] (HWIO, rank 4) or [O/B, KH, KW, C, B]"));
+}
+
+TEST_CASE("conv2d_nhwc with blocked weights matches HWIO", "[ops][conv_nhwc]") {
+  // [O/B, KH, KW, C, B] holds the HWIO weights' output channels in blocks of B;
+  // both programs must compute the same convolution (same f32 products and
+  // sums in the same order: equal up to reassociation by the schedule, 1e-5).
+  const Target t = parse_target("host");
+  std::mt19937 rng(17);
+  const HostTensor x = random_tensor({1, 9, 9, 8}, rng), w = random_tensor({3, 3, 8, 32}, rng);
+  Program ph("hwio"), pb("blocked");
+  ph.output(ops::conv2d_nhwc(ph.input("X", {1, 9, 9, 8}), ph.input("W", {3, 3, 8, 32}), Tensor(), {2, 2}, {1, 1}, {1, 1}, "Y"));
+  pb.output(ops::conv2d_nhwc(pb.input("X", {1, 9, 9, 8}), pb.input("W", {2, 3, 3, 8, 16}), Tensor(), {2, 2}, {1, 1}, {1, 1}, "Y"));
+  const HostTensor wb{{2, 3, 3, 8, 16}, models::block_weight(w.data.data(), 3 * 3 * 8, 32, 16)};
+  const HostTensor want = interpret(ph, {{"X", x}, {"W", w}}).at("Y");
+  CHECK(tolerance_ratio(interpret(pb, {{"X", x}, {"W", wb}}).at("Y"), want, 1e-12, 1e-12) <= 1.0);
+  CHECK(tolerance_ratio(run_f32(Kernel(pb, default_schedule(pb, t), t), {{"X", x}, {"W", wb}})[0], want, 1e-5, 1e-5) <= 1.0);
 }
