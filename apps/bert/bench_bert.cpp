@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
     const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const double peak = bench::fma_peak_gflops(threads);
     std::printf("\nRoofline limits: compute-bound parts at the fp32 FMA peak of %d threads (measured: %.0f GFLOP/s);\n"
-                "LayerNorm at the time of its memory traffic alone (X + R -> Y, a vectorized parallel kernel, measured)\n"
+                "LayerNorm at the time of its memory traffic alone (X + R -> Y with its default schedule: vectorized, one row block per core; measured)\n"
                 "%-28s %-12s %10s %10s %12s\n", threads, peak, "workload", "impl", "ms", "limit_ms", "ms / limit");
     for (const auto& r : records) {
       if (r.impl.rfind("pto", 0) != 0) continue;
@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
       if (const auto it = stream_ms.find(r.workload); it != stream_ms.end()) limit = it->second;
       else if (r.gflops && peak > 0) limit = *r.gflops * r.t.median_ms / peak;
       if (limit > 0)
-        std::printf("%-28s %-12s %10.3f %10.3f %11.2fx\n", r.workload.c_str(), r.impl.c_str(), r.t.median_ms, limit, r.t.median_ms / limit);
+        std::printf("%-28s %-12s %10.4g %10.4g %11.2fx\n", r.workload.c_str(), r.impl.c_str(), r.t.median_ms, limit, r.t.median_ms / limit);
     }
     // The report's before/after table: each part, default vs tuned schedule.
     bool any_tuned = false;
