@@ -57,6 +57,16 @@ std::pair<const AccessNode*, const Stage*> padded_factor(const Program& p, const
   return {nullptr, nullptr};
 }
 
+// `e`, an expression in the padded stage's variables, at the point a read of
+// that stage names (its variables replaced by the read's indices).
+Expr at_read(const Stage& pad, const std::vector<Expr>& args, const Expr& e) {
+  return substitute_vars(e, [&](const std::string& n) -> Expr {
+    for (size_t k = 0; k < pad.vars.size(); ++k)
+      if (pad.vars[k] == n) return args[k];
+    return Expr();
+  });
+}
+
 }  // namespace
 
 std::optional<PaddedRead> padded_read(const Program& p, const Stage& st) {
@@ -68,7 +78,8 @@ std::optional<PaddedRead> padded_read(const Program& p, const Stage& st) {
   return r;
 }
 
-std::optional<Expr> padding_predicate(const Program& p, const Stage& st, const std::vector<std::string>& dims) {
+std::optional<Expr> padding_predicate(const Program& p, const Stage& st,
+                                      const std::vector<std::string>& dims) {
   const auto [a, pad] = padded_factor(p, st);
   if (!pad) return std::nullopt;
   std::vector<Expr> cs;
@@ -80,14 +91,11 @@ std::optional<Expr> padding_predicate(const Program& p, const Stage& st, const s
     if (keep) cond = cond.defined() ? (cond && c) : c;
   }
   if (!cond.defined()) return std::nullopt;
-  return substitute_vars(cond, [&, a = a, pad = pad](const std::string& n) -> Expr {
-    for (size_t k = 0; k < pad->vars.size(); ++k)
-      if (pad->vars[k] == n) return a->args[k];
-    return Expr();
-  });
+  return at_read(*pad, a->args, cond);
 }
 
-std::optional<Expr> read_through_padding(const Program& p, const Stage& st, const std::vector<std::string>& dims) {
+std::optional<Expr> read_through_padding(const Program& p, const Stage& st,
+                                         const std::vector<std::string>& dims) {
   const auto pr = padded_read(p, st);
   if (!pr) return std::nullopt;
   for (const std::string& d : pr->dims)
@@ -100,11 +108,7 @@ std::optional<Expr> read_through_padding(const Program& p, const Stage& st, cons
     ReadThrough(const Stage& s, const Expr& v) : pad(s), inside(v) {}
     Expr mutate_access(const AccessNode& n, const Expr& self) override {
       if (n.tensor != pad.name) return IRMutator::mutate_access(n, self);
-      return substitute_vars(inside, [&](const std::string& v) -> Expr {
-        for (size_t k = 0; k < pad.vars.size(); ++k)
-          if (pad.vars[k] == v) return n.args[k];
-        return Expr();
-      });
+      return at_read(pad, n.args, inside);
     }
   } rt(pad, inside);
   return rt.mutate(st.value);

@@ -30,7 +30,8 @@ std::optional<PaddedRead> padded_read(const Program& p, const Stage& st);
 // an Inf or NaN weight times the zero padding would have given NaN.)
 // Only the conjuncts of `cond` that mention one of `dims` (the padded stage's
 // variables) are kept; empty `dims` keeps all.
-std::optional<Expr> padding_predicate(const Program& p, const Stage& st, const std::vector<std::string>& dims = {});
+std::optional<Expr> padding_predicate(const Program& p, const Stage& st,
+                                      const std::vector<std::string>& dims = {});
 
 // st's body with the padded factor read from the padded stage's source
 // instead (its select's true value, indices substituted) when `dims` covers
@@ -38,6 +39,7 @@ std::optional<Expr> padding_predicate(const Program& p, const Stage& st, const s
 // source, so the padded copy need not exist (the conv reads its input in
 // place; ResNet's 56x56x128 stride-2 layer copied 1.7 MB per call for it).
 // nullopt when some padded dim is not skipped.
-std::optional<Expr> read_through_padding(const Program& p, const Stage& st, const std::vector<std::string>& dims);
+std::optional<Expr> read_through_padding(const Program& p, const Stage& st,
+                                         const std::vector<std::string>& dims);
 
 }  // namespace pto

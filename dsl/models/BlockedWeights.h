@@ -18,11 +18,13 @@ namespace pto::models {
 template <typename T>
 std::vector<T> block_weight(const T* w, int64_t in, int64_t out, int64_t block) {
   if (block <= 0 || out % block)
-    throw ShapeError("block_weight: block " + std::to_string(block) + " must be positive and divide out = " + std::to_string(out));
+    throw ShapeError("block_weight: block " + std::to_string(block) +
+                     " must be positive and divide out = " + std::to_string(out));
   std::vector<T> b(static_cast<size_t>(in * out));
   for (int64_t k = 0; k < in; ++k)
     for (int64_t o = 0; o < out; ++o)
-      b[static_cast<size_t>(((o / block) * in + k) * block + o % block)] = w[static_cast<size_t>(k * out + o)];
+      b[static_cast<size_t>(((o / block) * in + k) * block + o % block)] =
+          w[static_cast<size_t>(k * out + o)];
   return b;
 }
 

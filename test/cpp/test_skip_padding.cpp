@@ -63,7 +63,8 @@ TEST_CASE("skip_padding: default and hand-written tiles match float64", "[skip_p
   for (const int stride : {1, 2}) {
     const Program p = padded_conv(9, 32, 32, stride);
     const int oh = stride == 1 ? 9 : 5;
-    for (const std::vector<std::string>& dims : std::vector<std::vector<std::string>>{{"h", "w"}, {"w"}, {"h"}}) {
+    for (const std::vector<std::string>& dims :
+         std::vector<std::vector<std::string>>{{"h", "w"}, {"w"}, {"h"}}) {
       // Whole rows per tile with kx unrolled; one-row and 3-row tiles; a 4-pixel tile
       // that does not cover the row (the guards stay as branches).
       for (const int xt : {oh, 4}) {
@@ -89,8 +90,9 @@ TEST_CASE("skip_padding: default and hand-written tiles match float64", "[skip_p
   }
 }
 
-TEST_CASE("skip_padding: defaults use it on deep layers; explain shows the condition; JSON round trip",
-          "[skip_padding]") {
+TEST_CASE(
+    "skip_padding: defaults use it on deep layers; explain shows the condition; JSON round trip",
+    "[skip_padding]") {
   const Target t = parse_target("x86-64-avx512");
   // ResNet-50's 7x7 3x3 layer shape: weights (9 MB) outweigh the input and the L2.
   const Program p = padded_conv(7, 512, 512, 1);
@@ -115,7 +117,8 @@ TEST_CASE("skip_padding: defaults use it on deep layers; explain shows the condi
   CHECK(check(small, ss, rng) <= 1.0);
 }
 
-TEST_CASE("skip_padding: validation errors name the stage, the value and what is valid", "[skip_padding][errors]") {
+TEST_CASE("skip_padding: validation errors name the stage, the value and what is valid",
+          "[skip_padding][errors]") {
   const Target t = parse_target("host");
   const Program p = padded_conv(7, 16, 32, 1);
   auto fails = [&](const Schedule& s, const std::string& text) {
@@ -133,6 +136,7 @@ TEST_CASE("skip_padding: validation errors name the stage, the value and what is
   with_rf["Y_acc"].skip_padding = {"h"};
   with_rf["Y_acc"].rfactor = RFactor{"c", 8};
   fails(with_rf, "skip_padding and rfactor cannot be combined");
-  CHECK_THROWS_WITH(schedule_from_json_string(R"({"schema": 1, "stages": {"Y_acc": {"skip_padding": "h"}}})"),
-                    Contains("stages.Y_acc.skip_padding"));
+  CHECK_THROWS_WITH(
+      schedule_from_json_string(R"({"schema": 1, "stages": {"Y_acc": {"skip_padding": "h"}}})"),
+      Contains("stages.Y_acc.skip_padding"));
 }
