@@ -59,7 +59,7 @@ class LoopDirectives:
 
 
 class StageSchedule(LoopDirectives):
-    """One stage's entry: placement, precision, pipelining, device, and its loop directives."""
+    """One stage's entry: placement, precision, pipelining, rfactor, skip_padding, device, and its loop directives."""
 
     def __init__(self, d: dict[str, Any]):
         super().__init__(d)
@@ -102,6 +102,16 @@ class StageSchedule(LoopDirectives):
             p["async"] = bool(async_)
         if prefetch is not None:
             p["prefetch"] = prefetch
+        return self
+
+    def rfactor(self, rvar: str, factor: int) -> "StageSchedule":
+        """Vectorized partial reductions: reduction variable `rvar` split into `factor` lanes."""
+        self._d["rfactor"] = {"rvar": rvar, "factor": int(factor)}
+        return self
+
+    def skip_padding(self, *dims: str) -> "StageSchedule":
+        """Leave out the reduction steps that read a zero-padded stage's padding along these of its dims."""
+        self._d["skip_padding"] = list(dims)
         return self
 
     def device(self, name: str) -> "StageSchedule":

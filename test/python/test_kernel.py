@@ -74,6 +74,36 @@ def test_schedule_edit_run_same_result(mats):
     np.testing.assert_allclose(mbr(a, b, bias), want, **f32_matmul_tol(24))
 
 
+def test_schedule_skip_padding_and_rfactor(rng):
+    # A padded 3x3 channels-last convolution: skipping the padding (and reading the
+    # input in place) must give the float64 answer; so must an rfactored row sum.
+    x = rng.random((1, 7, 7, 16), dtype=np.float32)
+    w = rng.random((3, 3, 16, 32), dtype=np.float32)
+
+    @pypto.kernel(dynamic=False)
+    def conv(X, W):
+        return pypto.ops.conv2d_nhwc(X, W, padding=[1, 1], name="y")
+    xp = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
+    want = np.zeros((1, 7, 7, 32))
+    for ky in range(3):
+        for kx in range(3):
+            want += xp[:, ky:ky + 7, kx:kx + 7, :] @ w[ky, kx].astype(np.float64)
+    tol = f32_matmul_tol(9 * 16)
+    np.testing.assert_allclose(conv(x, w), want, **tol)
+    conv.schedule()["y"].skip_padding("h", "w")
+    assert "where" in conv.explain()
+    np.testing.assert_allclose(conv(x, w), want, **tol)
+
+    @pypto.kernel(dynamic=False)
+    def rowsum(X):
+        return pypto.ops.reduce_sum(X, axes=[1], name="s")
+    a = rng.random((5, 96), dtype=np.float32)
+    rowsum(a)
+    rowsum.schedule()["s"].rfactor("r1", 16)
+    assert "rfactor of r1 by 16" in rowsum.explain()
+    np.testing.assert_allclose(rowsum(a), a.astype(np.float64).sum(axis=1), **f32_matmul_tol(96))
+
+
 def test_time_reports_median_and_spread(mats):
     k = pypto.kernel(lambda a, b: a @ b)
     t = k.time(mats[0], mats[1], min_seconds=0.01)
