@@ -37,9 +37,10 @@ using pto::bench::from_bf16;
 using pto::bench::to_bf16;
 
 // Weights in their plain [in, out] layout (f32 for the OpenBLAS baseline, f64
-// for the reference) and as PTO's program takes them (blocked, Bert.h).
+// for the reference) and as PTO's program takes them (blocked, Bert.h); every
+// buffer 64-byte aligned (as ONNX Runtime and oneDNN allocate theirs).
 struct Inputs {
-  std::map<std::string, std::vector<float>> f32, pto;
+  std::map<std::string, bench::AlignedVector<float>> f32, pto;
   bert_ref::Weights f64;
 };
 
@@ -62,10 +63,12 @@ Inputs make_inputs(const Program& p, std::mt19937& rng, const models::BertConfig
     }
     in.f64[t.name] = bert_ref::Vec(v.begin(), v.end());
     // A blocked weight [out / blk, in, blk]: the same values, laid out once (not timed).
-    in.pto[t.name] = t.shape.size() == 3 && t.name != "X" && t.name != "R"
-                         ? models::block_weight(v.data(), t.shape[1].value, t.shape[0].value * t.shape[2].value, t.shape[2].value)
-                         : v;
-    in.f32[t.name] = std::move(v);
+    const std::vector<float> pv =
+        t.shape.size() == 3 && t.name != "X" && t.name != "R"
+            ? models::block_weight(v.data(), t.shape[1].value, t.shape[0].value * t.shape[2].value, t.shape[2].value)
+            : v;
+    in.pto[t.name].assign(pv.begin(), pv.end());
+    in.f32[t.name].assign(v.begin(), v.end());
   }
   return in;
 }
@@ -83,7 +86,7 @@ TimingStats best_round(const std::function<void()>& f, int rounds, double min_ti
   return best;
 }
 
-double max_rel_err(const std::vector<float>& got, const bert_ref::Vec& want) {
+double max_rel_err(const bench::AlignedVector<float>& got, const bert_ref::Vec& want) {
   double scale = 0, err = 0;
   for (double w : want) scale = std::max(scale, std::fabs(w));
   for (size_t i = 0; i < got.size(); ++i) err = std::max(err, std::fabs(got[i] - want[i]));
@@ -145,7 +148,7 @@ int main(int argc, char** argv) {
           for (const Dim& d : ti.shape) shape.push_back(d.value);
           ins.push_back({const_cast<float*>(in.pto.at(ti.name).data()), DType::F32, shape, {}});
         }
-        std::vector<float> out(static_cast<size_t>(c.batch * c.seq * c.hidden));
+        bench::AlignedVector<float> out(static_cast<size_t>(c.batch * c.seq * c.hidden));
         const std::vector<BufferRef> outs{{out.data(), DType::F32, {c.batch, c.seq, c.hidden}, {}}};
         auto run_pto = [&](const std::string& impl, const Schedule& sched) {
           const Kernel k(p, sched, t);
@@ -168,7 +171,7 @@ int main(int argc, char** argv) {
           // against float64 with those rounded weights (the kernel's own
           // error); the deviation from the f32-weight model is printed too.
           const Program p16 = make_workload(wl, {{"B", batch}, {"S", s}, {"BF16", 1}});
-          std::map<std::string, std::vector<uint16_t>> h;
+          std::map<std::string, bench::AlignedVector<uint16_t>> h;
           bert_ref::Weights w16 = in.f64;
           std::vector<BufferRef> ins16;
           for (const auto& ti : p16.inputs()) {
@@ -178,10 +181,10 @@ int main(int argc, char** argv) {
               ins16.push_back({const_cast<float*>(in.pto.at(ti.name).data()), DType::F32, shape, {}});
               continue;
             }
-            std::vector<uint16_t>& v = h[ti.name];
+            auto& v = h[ti.name];
             for (const float x : in.pto.at(ti.name)) v.push_back(to_bf16(x));
             bert_ref::Vec& r = w16[ti.name];
-            const std::vector<float>& plain = in.f32.at(ti.name);
+            const auto& plain = in.f32.at(ti.name);
             for (size_t i = 0; i < plain.size(); ++i) r[i] = from_bf16(to_bf16(plain[i]));
             ins16.push_back({v.data(), DType::BF16, shape, {}});
           }
