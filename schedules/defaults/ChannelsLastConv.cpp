@@ -201,7 +201,9 @@ bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t) {
 // rows of 32 channels) is reused by every pixel tile while cache-resident.
 // The register tile spans yt output rows of xt pixels: a 7-wide map gets
 // 2 x 7 pixels x 2 vectors (0.87-0.95 ms on the 7x7 3x3 512-channel layer,
-// one thread; 7 x 2 alone: 0.98 ms, waiting on weight loads). Packing the
+// one thread, HWIO weights; 7 x 2 alone: 0.98 ms, waiting on weight loads),
+// or 1 x 7 where max_tile_pixels caps the tile (ResNet's 7x7 layers, whose
+// 512-2048 input channels put the pixels 2-8 KB apart). Packing the
 // weight panel per channel tile or per reduction block measured slower
 // (1.32 / 1.19 ms): the weights are read once either way.
 void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, const Target& t, Schedule& s) {
