@@ -195,6 +195,17 @@ class Lowering {
       out.inputs.push_back(ip);
     }
     for (const Stage& st : p_.stages()) define(st);
+    // A dot_pairs stage loads (pair, lane) vectors across two dims of what it
+    // reads; Halide needs their strides to know the pairs are adjacent. Such
+    // inputs must then be dense row-major (a strided view is rejected at run
+    // time by Halide's constraint check).
+    if (s_.options.opt_level != 0)
+      for (const Stage& st : p_.stages())
+        if (const StageSchedule* ss = s_.find(st.name); ss && !ss->dot_pairs.empty())
+          for (const std::string& r : st.reads())
+            if (auto in = inputs_.find(r); in != inputs_.end())
+              for (int k = 1; k < in->second.dimensions(); ++k)
+                in->second.dim(k).set_stride(in->second.dim(k - 1).stride() * in->second.dim(k - 1).extent());
     out.outputs = p_.outputs();
     for (const std::string& o : out.outputs) {
       const Halide::Func f = funcs_.at(o);
@@ -281,8 +292,17 @@ class Lowering {
       return;
     }
 
-    Halide::RDom rd = make_named_rdom(st);
-    for (size_t k = 0; k < st.rvars.size(); ++k) vars[st.rvars[st.rvars.size() - 1 - k].name] = rd[static_cast<int>(k)];
+    // dot_pairs: reduction variable k runs as pairs, k = 2 k + k_2, with k_2
+    // the innermost reduction loop (apply_dot_pairs vectorizes it).
+    const StageSchedule* sp = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
+    const std::string pairs = sp ? sp->dot_pairs : "";
+    Halide::RDom rd = make_named_rdom(st, pairs);
+    const int shift = pairs.empty() ? 0 : 1;
+    for (size_t k = 0; k < st.rvars.size(); ++k) {
+      const std::string& n = st.rvars[st.rvars.size() - 1 - k].name;
+      vars[n] = rd[static_cast<int>(k) + shift];
+      if (n == pairs) vars[n] = 2 * rd[static_cast<int>(k) + shift] + rd[0];
+    }
 
     const Halide::Type acc = halide_type(prec.accumulate);
     ExprLowering el(vars, inputs_, funcs_, types_, compute);
@@ -290,7 +310,7 @@ class Lowering {
     // reduction domain (Halide guards them, then trims or folds the guards);
     // with every padded dim skipped, the rest read the unpadded source.
     Expr value = st.value;
-    if (const StageSchedule* sp = s_.options.opt_level == 0 ? nullptr : s_.find(st.name); sp && !sp->skip_padding.empty()) {
+    if (sp && !sp->skip_padding.empty()) {
       if (const auto pred = padding_predicate(p_, st, sp->skip_padding)) rd.where(el.lower(*pred));
       if (const auto through = read_through_padding(p_, st, sp->skip_padding)) value = *through;
     }
@@ -343,18 +363,18 @@ class Lowering {
     types_[st.name] = acc;
   }
 
-  Halide::RDom make_named_rdom(const Stage& st) {
+  Halide::RDom make_named_rdom(const Stage& st, const std::string& pairs = "") {
     // Halide names RDom dims "<rdom>.x/.y/..."; we need them to carry our names,
-    // so that schedules can split and reorder them as RVars.
-    Halide::Region ranges;
-    for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it) ranges.emplace_back(0, extent(it->extent));
-    Halide::Internal::ReductionDomain dom([&] {
-      std::vector<Halide::Internal::ReductionVariable> v;
-      for (size_t k = 0; k < ranges.size(); ++k)
-        v.push_back({st.rvars[st.rvars.size() - 1 - k].name, ranges[k].min, ranges[k].extent});
-      return v;
-    }());
-    return Halide::RDom(dom);
+    // so that schedules can split and reorder them as RVars. With `pairs`, that
+    // variable counts pairs (extent / 2) and "<pairs>_2" (extent 2) comes first.
+    std::vector<Halide::Internal::ReductionVariable> v;
+    if (!pairs.empty()) v.push_back({pairs + "_2", 0, 2});
+    for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it) {
+      Halide::Expr e = extent(it->extent);
+      if (it->name == pairs) e = e / 2;
+      v.push_back({it->name, 0, e});
+    }
+    return Halide::RDom(Halide::Internal::ReductionDomain(v));
   }
 
   bool is_rvar(const Stage& st, const std::string& loop) {
@@ -453,6 +473,7 @@ class Lowering {
       if (ss && !ss->accumulator_at.empty()) g->second.compute_at(f, Halide::Var(ss->accumulator_at));
       else g->second.compute_at(f, Halide::Var::outermost());
       if (ss && ss->update) apply_loops(st, g->second.update(0), *ss->update, true, false);
+      if (ss && !ss->dot_pairs.empty()) apply_dot_pairs(g->second.update(0), ss->dot_pairs);
       if (ss && ss->rfactor) apply_rfactor(st, g->second, *ss->rfactor);
       if (ss) schedule_func(st, f, *ss, false);
       else f.compute_root();
@@ -523,6 +544,7 @@ class Lowering {
     }
     apply_loops(st, f, ss.loops, false, root);
     if (has_update && ss.update) apply_loops(st, f.update(0), *ss.update, true, false);
+    if (has_update && !ss.dot_pairs.empty()) apply_dot_pairs(f.update(0), ss.dot_pairs);
     if (has_update && ss.rfactor) apply_rfactor(st, f, *ss.rfactor);
     if (ss.pipeline.async) f.async();
     if (ss.pipeline.ring_buffer) f.ring_buffer(ss.pipeline.ring_buffer);
@@ -547,6 +569,13 @@ class Lowering {
       }
     }
   }
+
+  // dot_pairs (Schedule.h): the pair loop <k>_2 stays the innermost loop (the
+  // update's order never names it) and is vectorized atomically under the
+  // update's vector lanes; Halide reduces each pair of lanes into one
+  // (VectorReduce), which it emits as vdpbf16ps for bf16 x bf16 -> f32 on
+  // avx512_bf16 targets.
+  void apply_dot_pairs(Halide::Stage up, const std::string& k) { up.atomic().vectorize(Halide::RVar(k + "_2")); }
 
   // rfactor (RFactor in Schedule.h): split the reduction variable and turn
   // its inner part into the pure lane dim of an intermediate Func, computed

@@ -110,6 +110,8 @@ class Explainer {
       if (const auto through = read_through_padding(p_, st, ss->skip_padding)) value = to_string(*through);
       if (const auto pred = padding_predicate(p_, st, ss->skip_padding)) value += "    where " + to_string(*pred);
     }
+    if (ss && !ss->dot_pairs.empty())
+      value += "    [dot_pairs: " + ss->dot_pairs + " = 2 " + ss->dot_pairs + " + " + ss->dot_pairs + "_2, the pair summed per lane]";
     if (ss && !ss->accumulator_at.empty()) {
       // The reduction runs into an accumulator tile inside the pure loops.
       const std::string acc = st.name + "__acc(" + lhs.substr(st.name.size() + 1);

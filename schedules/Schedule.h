@@ -125,6 +125,14 @@ struct StageSchedule {
   // kx unrolled over a tile of whole rows, ky outside a one-row tile
   // (ZeroPadding.h). Empty: every step runs.
   std::vector<std::string> skip_padding;
+  // Sum adjacent pairs of this reduction variable within each vector lane:
+  // the reduction runs over pairs (k = 2 k' + k_2) with k_2 innermost and
+  // atomically vectorized under the update's vector lanes, the shape of x86's
+  // vdpbf16ps (two bf16 products accumulated into each f32 lane, twice the
+  // f32 FMA rate on avx512_bf16). Needs its pairs adjacent in memory: the
+  // second operand pair-interleaved ([K/2, N, 2] for a matmul), dense, and an
+  // accumulator tile (`accumulator_at`). Empty: off.
+  std::string dot_pairs;
   Precision precision;
   Pipelining pipeline;
   std::string device = "cpu";        // cpu | cuda | opencl

@@ -197,6 +197,7 @@ json schedule_to_json(const Schedule& s) {
     if (!st.accumulator_at.empty()) js["accumulator_at"] = st.accumulator_at;
     if (st.rfactor) js["rfactor"] = {{"rvar", st.rfactor->rvar}, {"factor", st.rfactor->factor}};
     if (!st.skip_padding.empty()) js["skip_padding"] = st.skip_padding;
+    if (!st.dot_pairs.empty()) js["dot_pairs"] = st.dot_pairs;
     for (const auto& c : st.cache) {
       json jc = {{"tensor", c.tensor}, {"loop", c.loop}};
       if (c.transpose) jc["transpose"] = true;
@@ -247,13 +248,14 @@ Schedule schedule_from_json(const json& j) {
     for (const auto& [name, js] : stages.items()) {
       const std::string path = "stages." + name;
       check_keys(js, path, {"compute", "store", "tile", "order", "vectorize", "unroll", "parallel",
-                            "update", "accumulator_at", "rfactor", "skip_padding", "cache", "precision", "pipeline", "device", "gpu"});
+                            "update", "accumulator_at", "rfactor", "skip_padding", "dot_pairs", "cache", "precision", "pipeline", "device", "gpu"});
       StageSchedule st;
       if (js.contains("compute")) st.compute = placement_from_json(js["compute"], path + ".compute");
       if (js.contains("store")) st.store = placement_from_json(js["store"], path + ".store");
       loops_from_json(js, path, st.loops);
       if (js.contains("accumulator_at")) st.accumulator_at = get_string(js["accumulator_at"], path + ".accumulator_at");
       if (js.contains("skip_padding")) st.skip_padding = get_names(js["skip_padding"], path + ".skip_padding");
+      if (js.contains("dot_pairs")) st.dot_pairs = get_string(js["dot_pairs"], path + ".dot_pairs");
       if (js.contains("rfactor")) {
         const json& r = js["rfactor"];
         const std::string rp = path + ".rfactor";

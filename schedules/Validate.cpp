@@ -465,6 +465,31 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
                               "'; padded dims: " + join(pr->dims));
       if (ss.rfactor) throw ScheduleError(where + ": skip_padding and rfactor cannot be combined; drop one of them");
     }
+    if (!ss.dot_pairs.empty()) {
+      const std::string& k = ss.dot_pairs;
+      if (!st.reduce || *st.reduce != ReduceOp::Sum) throw ScheduleError(where + ": dot_pairs needs a sum reduction");
+      const RVar* rv = nullptr;
+      std::vector<std::string> rvars;
+      for (const RVar& r : st.rvars) {
+        rvars.push_back(r.name);
+        if (r.name == k) rv = &r;
+      }
+      if (!rv)
+        throw ScheduleError(where + ": dot_pairs names '" + k + "', not a reduction variable; reduction variables: " + join(rvars));
+      if (rv->extent.is_symbolic() || rv->extent.value % 2)
+        throw ScheduleError(where + ": dot_pairs needs an even static extent of '" + k + "', got " + rv->extent.str());
+      if (ss.rfactor) throw ScheduleError(where + ": dot_pairs and rfactor cannot be combined; drop one of them");
+      if (!ss.update || ss.update->vectorize.empty())
+        throw ScheduleError(where + ": dot_pairs needs the update's vector lanes: vectorize one of its pure loops");
+      // Halide loads the accumulator of a pair reduction with aligned vector
+      // loads: into a caller's buffer (16-byte aligned from malloc) that
+      // faulted at some addresses; its own allocations are aligned.
+      if (ss.accumulator_at.empty())
+        throw ScheduleError(where + ": dot_pairs needs an accumulator tile (accumulator_at): the pair reduction loads "
+                            "its accumulator with aligned vector loads, which only Halide's own buffers guarantee");
+      if (ss.update->tile.count(k) || ss.update->unroll.count(k) || std::count(ss.update->parallel.begin(), ss.update->parallel.end(), k))
+        throw ScheduleError(where + ": dot_pairs runs '" + k + "' in pairs; do not tile, unroll or parallelize it in the update");
+    }
     if (ss.update) {
       if (!st.reduce) throw ScheduleError(where + " has no reduction, so it has no \"update\" to schedule");
       // With an accumulator tile, the update's pure loops span that tile only.

@@ -1,0 +1,128 @@
+// The dot_pairs directive (Schedule.h): a reduction summed in adjacent pairs
+// per vector lane (x86 vdpbf16ps for bf16 operands). A bf16 matmul whose B is
+// pair-interleaved ([K/2, N, 2]) is checked against the float64 interpreter
+// over several accumulator tiles; validation errors name the stage, the value
+// and what is valid.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "Helpers.h"
+#include "backends/Target.h"
+#include "schedules/Explain.h"
+#include "schedules/ScheduleJson.h"
+#include "schedules/Validate.h"
+
+using namespace pto;
+using namespace pto::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// C[i, j] = sum_k A[i, k] B[k, j] with B stored pair-interleaved: Bp[k / 2, j, k % 2].
+Program pair_matmul(int64_t M, int64_t N, int64_t K) {
+  Program p("mm_pairs");
+  const Tensor a = p.input("A", {M, K}, DType::BF16);
+  const Tensor b = p.input("Bp", {K / 2, N, 2}, DType::BF16);
+  const Expr i = var("i"), j = var("j"), k = var("k");
+  p.output(p.define_reduce("C", {"i", "j"}, {M, N}, ReduceOp::Sum, {{"k", Dim(K)}},
+                           cast(DType::F32, a(i, k)) * cast(DType::F32, b(k / 2, j, k % 2)), OpKind::Contraction,
+                           "matmul"));
+  return p;
+}
+
+uint16_t bf16_bits(float f) {  // exact for the bf16-representable values used here
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// Values k / 64 for k in [-64, 64]: exact in bf16.
+HostTensor bf16_values(std::vector<int64_t> shape, std::mt19937& rng) {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  std::uniform_int_distribution<int> d(-64, 64);
+  HostTensor t{shape, std::vector<double>(static_cast<size_t>(n))};
+  for (double& v : t.data) v = d(rng) / 64.0;
+  return t;
+}
+
+// The matmul micro-kernel shape: a tile_i x tile_j accumulator tile, the
+// reduction inside it with j in vector lanes and i unrolled, k in pairs.
+Schedule pair_schedule(int64_t tile_i, int64_t tile_j) {
+  Schedule s;
+  StageSchedule& c = s["C"];
+  c.loops.tile["i"] = {tile_i};
+  c.loops.tile["j"] = {tile_j};
+  c.loops.order = {"i_o", "j_o", "i_i", "j_i"};
+  c.loops.vectorize = "j_i";
+  c.loops.vector_width = 16;
+  c.accumulator_at = "j_o";
+  LoopSchedule up;
+  up.order = {"k", "i", "j"};
+  up.vectorize = "j";
+  up.vector_width = 16;
+  up.unroll["i"] = 0;
+  up.unroll["j"] = 0;
+  c.update = up;
+  c.dot_pairs = "k";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("dot_pairs: a pair-interleaved bf16 matmul matches float64", "[dot_pairs]") {
+  const Target t = parse_target("host");
+  std::mt19937 rng(31);
+  const int64_t M = 12, N = 64, K = 96;
+  const Program p = pair_matmul(M, N, K);
+  const HostTensor a = bf16_values({M, K}, rng), b = bf16_values({K / 2, N, 2}, rng);
+  const HostTensor want = interpret(p, {{"A", a}, {"Bp", b}}).at("C");
+  for (const auto& [ti, tj] : std::vector<std::pair<int64_t, int64_t>>{{4, 32}, {6, 16}, {12, 32}, {3, 64}}) {
+    INFO("tile " << ti << " x " << tj);
+    const Schedule s = pair_schedule(ti, tj);
+    validate(p, s, &t);
+    const Kernel k(p, s, t);
+    std::vector<uint16_t> ab, bb;
+    for (double v : a.data) ab.push_back(bf16_bits(static_cast<float>(v)));
+    for (double v : b.data) bb.push_back(bf16_bits(static_cast<float>(v)));
+    std::vector<float> c(static_cast<size_t>(M * N), std::nanf(""));
+    k.run({{ab.data(), DType::BF16, {M, K}, {}}, {bb.data(), DType::BF16, {K / 2, N, 2}, {}}},
+          {{c.data(), DType::F32, {M, N}, {}}});
+    // Products of bf16 values are exact in f32; the f32 sum of 96 terms in
+    // [-1, 1] (pairs first, then lanes) errs by at most 96 * 2^-24 * 96 = 5.5e-4.
+    CHECK(tolerance_ratio(HostTensor{{M, N}, {c.begin(), c.end()}}, want, 1e-30, 5.5e-4) <= 1.0);
+  }
+  const Schedule s = pair_schedule(4, 32);
+  CHECK_THAT(explain(p, s, &t), Contains("[dot_pairs: k = 2 k + k_2"));
+  CHECK(schedule_from_json_string(schedule_to_json_string(s)) == s);
+}
+
+TEST_CASE("dot_pairs: validation errors name the stage, the value and what is valid", "[dot_pairs][errors]") {
+  const Target t = parse_target("host");
+  const Program p = pair_matmul(8, 32, 16);
+  auto fails = [&](const Schedule& s, const std::string& text) {
+    INFO(text);
+    CHECK_THROWS_AS(validate(p, s, &t), ScheduleError);
+    CHECK_THROWS_WITH(validate(p, s, &t), Contains(text));
+  };
+  Schedule unknown = pair_schedule(4, 32);
+  unknown["C"].dot_pairs = "q";
+  fails(unknown, "dot_pairs names 'q', not a reduction variable; reduction variables: k");
+  Schedule no_lanes = pair_schedule(4, 32);
+  no_lanes["C"].update->vectorize.clear();
+  fails(no_lanes, "dot_pairs needs the update's vector lanes");
+  Schedule tiled = pair_schedule(4, 32);
+  tiled["C"].update->tile["k"] = {4};
+  tiled["C"].update->order = {"k_o", "k_i", "i", "j"};
+  fails(tiled, "do not tile, unroll or parallelize it in the update");
+  Schedule no_tile = pair_schedule(4, 32);
+  no_tile["C"].accumulator_at.clear();
+  fails(no_tile, "dot_pairs needs an accumulator tile (accumulator_at)");
+  Program p15("odd");  // K = 15 does not pair
+  const Tensor a = p15.input("A", {4, 15}, DType::BF16), b = p15.input("B", {15, 16}, DType::BF16);
+  p15.output(p15.define_reduce("C", {"i", "j"}, {4, 16}, ReduceOp::Sum, {{"k", Dim(15)}},
+                               cast(DType::F32, a(var("i"), var("k"))) * cast(DType::F32, b(var("k"), var("j"))),
+                               OpKind::Contraction, "matmul"));
+  CHECK_THROWS_WITH(validate(p15, pair_schedule(4, 16), &t), Contains("dot_pairs needs an even static extent of 'k', got 15"));
+}
