@@ -19,6 +19,7 @@
 #include "apps/common/BFloat16.h"
 #include "apps/bert/BertOpenBlas.h"
 #include "apps/bert/BertReference.h"
+#include "apps/bert/LayerNormPeers.h"
 #include "apps/common/Bench.h"
 #include "apps/common/Peak.h"
 #include "autotuner/TuningDB.h"
@@ -98,6 +99,7 @@ double max_rel_err(const bench::AlignedVector<float>& got, const bert_ref::Vec& 
 int main(int argc, char** argv) {
   bench::ensure_openblas_coretype(argv);
   std::vector<int64_t> seqs;
+  std::vector<std::string> parts;
   int64_t batch = 1;
   std::string json_path, db_path;
   bool no_ort = false, bf16 = false;
@@ -106,6 +108,7 @@ int main(int argc, char** argv) {
   CLI::App app{"BERT-base encoder layer: PTO vs OpenBLAS baseline vs ONNX Runtime"};
   app.add_option("--batch", batch, "batch size");
   app.add_option("--seq", seqs, "sequence lengths (default 128 384)");
+  app.add_option("--part", parts, "parts to run (default: all)")->check(CLI::IsMember({"attention", "ffn", "layernorm", "layer"}));
   app.add_option("--json", json_path, "write records as JSON");
   app.add_option("--db", db_path, "tuning database with tuned schedules (pto tune)");
   app.add_flag("--no-ort", no_ort, "skip ONNX Runtime");
@@ -115,17 +118,21 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   if (seqs.empty()) seqs = {128, 384};
+  if (parts.empty()) parts = {"attention", "ffn", "layernorm", "layer"};
 
   try {
     const Target t = parse_target("host");
     std::vector<bench::Record> records;
-    std::map<std::string, double> stream_ms;  // LayerNorm's memory-traffic limit per workload
+    // LayerNorm's limits per workload: its memory traffic alone, and the
+    // hand-written floors (LayerNormPeers.h).
+    std::map<std::string, double> stream_ms, floor_exact_ms, floor_onepass_ms;
+    const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::mt19937 rng(3);
     for (const int64_t s : seqs) {
       models::BertConfig c;
       c.batch = batch;
       c.seq = s;
-      for (const std::string part : {"attention", "ffn", "layernorm", "layer"}) {
+      for (const std::string& part : parts) {
         const std::string wl = "bert_" + part;
         const std::string label = wl + " B" + std::to_string(batch) + " S" + std::to_string(s);
         const Program p = make_workload(wl, {{"B", batch}, {"S", s}});
@@ -212,6 +219,30 @@ int main(int argc, char** argv) {
           const std::vector<BufferRef> xr{arg("X"), arg("R")};
           k.run(xr, outs);
           stream_ms[label] = best_round([&] { k.run(xr, outs); }, rounds, min_time).median_ms;
+
+          const float* X = in.f32.at("X").data();
+          const float* R = in.f32.at("R").data();
+          const float* G = in.f32.at("gamma").data();
+          const float* Be = in.f32.at("beta").data();
+          const int64_t rows = c.batch * c.seq;
+          const auto eps = static_cast<float>(c.eps);
+          auto checked = [&](const char* impl, const std::function<void()>& fn) {
+            fn();
+            const double err = max_rel_err(out, want);
+            std::fprintf(stderr, "%-28s %-12s max rel err %.2e %s\n", label.c_str(), impl, err, err <= tol ? "OK" : "FAILED");
+            if (err > tol) throw Error(std::string(impl) + " gives a wrong answer on " + label);
+            return best_round(fn, rounds, min_time);
+          };
+          bert_peers::OneDnnLayerNorm dnn(X, R, G, Be, out.data(), rows, c.hidden, eps);
+          records.push_back(bench::make_record(label, "onednn", checked("onednn", [&] { dnn(); }), flops));
+          if (bert_peers::floors_supported(c.hidden)) {
+            for (const bool onepass : {false, true}) {
+              const TimingStats ts = checked(onepass ? "floor-1pass" : "floor-exact", [&] {
+                bert_peers::layernorm_floor(onepass, X, R, G, Be, out.data(), rows, c.hidden, eps, threads);
+              });
+              (onepass ? floor_onepass_ms : floor_exact_ms)[label] = ts.median_ms;
+            }
+          }
         }
 
         // OpenBLAS + plain C++ baseline.
@@ -242,6 +273,7 @@ int main(int argc, char** argv) {
       std::string cmd = std::string(PTO_PYTHON) + " " + script + " --batch " + std::to_string(batch) + " --min-time " + std::to_string(min_time) +
                         " --rounds " + std::to_string(rounds);
       for (int64_t s : seqs) cmd += " --seq " + std::to_string(s);
+      for (const std::string& part : parts) cmd += " --part " + part;
       FILE* pipe = popen(cmd.c_str(), "r");
       std::string text;
       char chunk[4096];
@@ -260,20 +292,27 @@ int main(int argc, char** argv) {
       }
     }
     bench::print_table(records, "pto-default");
-    // The roofline limit of these compute-bound parts: the FMA peak of the
-    // threads the kernels run on, measured here (Peak.h).
-    const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // The roofline limit of the compute-bound parts: the FMA peak of the
+    // threads the kernels run on, measured here (Peak.h). LayerNorm's: its
+    // memory traffic, and the floors of hand-written kernels that make the
+    // fewest passes (LayerNormPeers.h).
     const double peak = bench::fma_peak_gflops(threads);
-    std::printf("\nRoofline limits: compute-bound parts at the fp32 FMA peak of %d threads (measured: %.0f GFLOP/s);\n"
-                "LayerNorm at the time of its memory traffic alone (X + R -> Y with its default schedule: vectorized, one row block per core; measured)\n"
-                "%-28s %-12s %10s %10s %12s\n", threads, peak, "workload", "impl", "ms", "limit_ms", "ms / limit");
+    std::printf("\nRoofline limits (measured):\n"
+                "  fma-peak     attention, FFN, layer: the fp32 FMA peak of %d threads, %.0f GFLOP/s\n"
+                "  memory       LayerNorm: its memory traffic alone (X + R -> Y, PTO's default schedule)\n"
+                "  floor-exact  LayerNorm: hand-written AVX-512, these numerics, residual fused with the sum\n"
+                "  floor-1pass  LayerNorm: hand-written AVX-512, one pass of shifted moments (other numerics)\n"
+                "%-28s %-12s %10s %-12s %10s %12s\n",
+                threads, peak, "workload", "impl", "ms", "limit", "limit_ms", "ms / limit");
     for (const auto& r : records) {
       if (r.impl.rfind("pto", 0) != 0) continue;
-      double limit = 0;
-      if (const auto it = stream_ms.find(r.workload); it != stream_ms.end()) limit = it->second;
-      else if (r.gflops && peak > 0) limit = *r.gflops * r.t.median_ms / peak;
-      if (limit > 0)
-        std::printf("%-28s %-12s %10.4g %10.4g %11.2fx\n", r.workload.c_str(), r.impl.c_str(), r.t.median_ms, limit, r.t.median_ms / limit);
+      std::vector<std::pair<std::string, double>> limits;
+      for (const auto& [kind, m] : {std::pair{"memory", &stream_ms}, {"floor-exact", &floor_exact_ms}, {"floor-1pass", &floor_onepass_ms}})
+        if (const auto it = m->find(r.workload); it != m->end()) limits.emplace_back(kind, it->second);
+      if (limits.empty() && r.gflops && peak > 0) limits.emplace_back("fma-peak", *r.gflops * r.t.median_ms / peak);
+      for (const auto& [kind, limit] : limits)
+        std::printf("%-28s %-12s %10.4g %-12s %10.4g %11.2fx\n", r.workload.c_str(), r.impl.c_str(), r.t.median_ms,
+                    kind.c_str(), limit, r.t.median_ms / limit);
     }
     // The report's before/after table: each part, default vs tuned schedule
     // (the default itself where the database holds no faster tuned record).
@@ -297,6 +336,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "bench_bert: error: %s\n", e.what());
+    return 2;
+  } catch (const dnnl::error& e) {
+    std::fprintf(stderr, "bench_bert: oneDNN error: %s\n", e.what());
     return 2;
   }
 }

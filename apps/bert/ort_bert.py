@@ -147,6 +147,7 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--seq", type=int, action="append")
     ap.add_argument("--min-time", type=float, default=0.3)
+    ap.add_argument("--part", action="append", choices=["attention", "ffn", "layernorm", "layer"])
     ap.add_argument("--rounds", type=int, default=1, help="timing rounds; the one with the lowest median is kept")
     args = ap.parse_args()
     rng = np.random.default_rng(5)
@@ -156,7 +157,7 @@ def main():
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     records = []
     for S in args.seq or [128, 384]:
-        for part in ("attention", "ffn", "layernorm", "layer"):
+        for part in args.part or ("attention", "ffn", "layernorm", "layer"):
             model, feeds, want = build(part, args.batch, S, rng)
             sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
             got = sess.run(None, feeds)[0]

@@ -39,7 +39,7 @@ inline void print_table(const std::vector<Record>& rs, const std::string& baseli
     double base = 0;
     for (const Record& b : rs)
       if (b.workload == r.workload && b.impl == baseline) base = b.t.median_ms;
-    std::printf("%-34s %-18s %10.3f %10.3f %10.3f %9s %8s\n", r.workload.c_str(), r.impl.c_str(), r.t.median_ms,
+    std::printf("%-34s %-18s %10.4g %10.4g %10.4g %9s %8s\n", r.workload.c_str(), r.impl.c_str(), r.t.median_ms,
                 r.t.min_ms, r.t.max_ms, r.gflops ? std::to_string(static_cast<int>(*r.gflops + 0.5)).c_str() : "-",
                 base > 0 ? (std::to_string(base / r.t.median_ms).substr(0, 5)).c_str() : "-");
   }
