@@ -61,4 +61,24 @@ double program_io_bytes(const Program& p, const std::map<std::string, int64_t>& 
   return b;
 }
 
+std::optional<std::string> pair_rvar(const Stage& st, std::optional<DType> dtype) {
+  struct Find : IRVisitor {
+    std::optional<DType> dtype;
+    std::optional<std::string> k;
+    void visit_access(const AccessNode& a) override {
+      if ((!dtype || a.type == *dtype) && !a.args.empty())
+        if (const auto* m = a.args.back().as<BinaryNode>(); m && m->op == BinOp::Mod)
+          if (const auto* v = m->a.as<VarNode>())
+            if (const auto* two = m->b.as<ConstNode>(); two && two->value == 2) k = v->name;
+      IRVisitor::visit_access(a);
+    }
+  } f;
+  f.dtype = dtype;
+  f.visit(st.value);
+  if (!f.k) return std::nullopt;
+  for (const RVar& r : st.rvars)
+    if (r.name == *f.k) return f.k;
+  return std::nullopt;
+}
+
 }  // namespace pto

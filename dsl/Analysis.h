@@ -1,8 +1,10 @@
 // Static analysis of programs: operation and byte counts, for GFLOP/s
-// figures, the roofline plots and the autotuner's cost model.
+// figures, the roofline plots and the autotuner's cost model; and the pair
+// layout of a reduction's operands, for the dot_pairs directive.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "dsl/Program.h"
@@ -18,5 +20,10 @@ double program_flops(const Program& p, const std::map<std::string, int64_t>& siz
 double program_io_bytes(const Program& p, const std::map<std::string, int64_t>& sizes = {});
 
 int64_t dim_value(const Dim& d, const std::map<std::string, int64_t>& sizes);
+
+// The reduction variable k of `stage` that an operand is laid out in pairs
+// along: its last index is `k % 2` (the blocked-pair weights of
+// block_weight_pairs). With `dtype`, only operands of that type count.
+std::optional<std::string> pair_rvar(const Stage& stage, std::optional<DType> dtype = std::nullopt);
 
 }  // namespace pto

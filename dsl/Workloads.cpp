@@ -102,12 +102,19 @@ const std::vector<Entry>& entries() {
          p.output(ops::relu(ops::conv2d(x, w, p.input("b", {d("O")}), {1, 1}, {1, 1}, {1, 1}, 1, "conv"), "Y"));
          return p;
        }},
-      {{"conv2d_nhwc", "ResNet-50 3x3 conv, channels last (NHWC input, HWIO weights), stride 1, pad 1, with bias + ReLU",
-        {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"O", 64}}},
+      {{"conv2d_nhwc",
+        "ResNet-50 3x3 conv, channels last (NHWC input, HWIO weights; PAIRS=1: blocked pairs [O/16, 3, 3, C/2, 16, 2]), "
+        "stride 1, pad 1, with bias + ReLU",
+        {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"O", 64}, {"PAIRS", 0}}},
        [](const auto& d) {
          Program p("conv2d_nhwc");
          const Tensor x = p.input("X", {d("N"), d("H"), d("W"), d("C")});
-         const Tensor w = p.input("Wt", {3, 3, d("C"), d("O")});
+         const bool pairs = d("PAIRS").value == 1;
+         if (pairs && (d("C").is_symbolic() || d("O").is_symbolic() || d("C").value % 2 || d("O").value % 16))
+           throw ShapeError("conv2d_nhwc: PAIRS=1 needs an even C and O a multiple of 16, got C = " + d("C").str() +
+                            ", O = " + d("O").str());
+         const Tensor w = pairs ? p.input("Wt", {d("O").value / 16, 3, 3, d("C").value / 2, 16, 2})
+                                : p.input("Wt", {3, 3, d("C"), d("O")});
          p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {d("O")}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
          return p;
        }},

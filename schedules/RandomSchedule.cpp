@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "dsl/Analysis.h"
 #include "dsl/Error.h"
 #include "dsl/ZeroPadding.h"
 #include "schedules/LoopNest.h"
@@ -221,6 +222,15 @@ class Drawer {
       }
       const bool tile = at || !ss.accumulator_at.empty();  // update extents bounded by a tile
       if (st.reduce && coin(0.8)) ss.update = draw_loops(st, true, tile, ss.precision.accumulate.value_or(compute));
+      if (const auto k = pair_rvar(st); k && ss.update && coin(0.9)) {  // operands in pairs: sum them per lane
+        const LoopSchedule& up = *ss.update;
+        const bool k_free = !up.tile.count(*k) && !up.unroll.count(*k) &&
+                            std::find(up.parallel.begin(), up.parallel.end(), *k) == up.parallel.end();
+        bool even = false;
+        for (const RVar& r : st.rvars) even |= r.name == *k && !r.extent.is_symbolic() && r.extent.value % 2 == 0;
+        if (*st.reduce == ReduceOp::Sum && !up.vectorize.empty() && k_free && even && (!out || !ss.accumulator_at.empty()))
+          ss.dot_pairs = *k;
+      }
       if (coin(0.15)) {  // a packed copy of something it reads
         std::vector<std::string> loops;
         if (!st.reduce || !ss.accumulator_at.empty())

@@ -484,9 +484,10 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
       // Halide loads the accumulator of a pair reduction with aligned vector
       // loads: into a caller's buffer (16-byte aligned from malloc) that
       // faulted at some addresses; its own allocations are aligned.
-      if (ss.accumulator_at.empty())
-        throw ScheduleError(where + ": dot_pairs needs an accumulator tile (accumulator_at): the pair reduction loads "
-                            "its accumulator with aligned vector loads, which only Halide's own buffers guarantee");
+      if (is_output(name) && ss.accumulator_at.empty())
+        throw ScheduleError(where + ": dot_pairs on an output needs an accumulator tile (accumulator_at): the pair "
+                            "reduction loads its accumulator with aligned vector loads, which only Halide's own "
+                            "buffers guarantee");
       if (ss.update->tile.count(k) || ss.update->unroll.count(k) || std::count(ss.update->parallel.begin(), ss.update->parallel.end(), k))
         throw ScheduleError(where + ": dot_pairs runs '" + k + "' in pairs; do not tile, unroll or parallelize it in the update");
     }

@@ -242,7 +242,10 @@ int main(int argc, char** argv) {
       to_channels_last(l, xr, wr, x16, w16, [](float f) { return to_bf16(f); });
       for (size_t i = 0; i < br.size(); ++i) b16[i] = to_bf16(br[i]);
       {
-        const Program p16 = models::resnet_conv(l, 1, DType::BF16, kWeightBlock);
+        // Weights in bf16 pairs where the channels are even (all but the
+        // stem): the default schedule then sums them with dot_pairs.
+        const bool pairs = l.cin % 2 == 0;
+        const Program p16 = models::resnet_conv(l, 1, DType::BF16, kWeightBlock, pairs);
         Schedule s16 = default_schedule(p16, t);
         for (const Stage& st : p16.stages()) {
           if (!s16.find(st.name) || s16.find(st.name)->compute.kind == Placement::Kind::Inline) continue;
@@ -252,9 +255,11 @@ int main(int argc, char** argv) {
           if (st.name != "Y") pr.storage = DType::F32;  // intermediates (the accumulator tile) stay f32
         }
         const Kernel k(p16, s16, t);
-        std::vector<uint16_t> w16b = models::block_conv_weight(w16, l, kWeightBlock);
+        std::vector<uint16_t> w16b = pairs ? models::block_conv_weight_pairs(w16, l, kWeightBlock) : models::block_conv_weight(w16, l, kWeightBlock);
+        const std::vector<int64_t> wshape = pairs ? std::vector<int64_t>{l.cout / kWeightBlock, l.kernel, l.kernel, l.cin / 2, kWeightBlock, 2}
+                                                  : std::vector<int64_t>{l.cout / kWeightBlock, l.kernel, l.kernel, l.cin, kWeightBlock};
         const std::vector<BufferRef> ins16{{x16.data(), DType::BF16, {1, l.hw, l.hw, l.cin}, {}},
-                                           {w16b.data(), DType::BF16, {l.cout / kWeightBlock, l.kernel, l.kernel, l.cin, kWeightBlock}, {}},
+                                           {w16b.data(), DType::BF16, wshape, {}},
                                            {b16.data(), DType::BF16, {l.cout}, {}}};
         const std::vector<BufferRef> outs16{{out16.data(), DType::BF16, {1, o, o, l.cout}, {}}};
         k.run(ins16, outs16);

@@ -33,14 +33,18 @@ const std::vector<ConvLayer>& resnet50_conv_layers() {
   return layers;
 }
 
-Program resnet_conv(const ConvLayer& l, int64_t batch, DType dtype, int64_t weight_block) {
+Program resnet_conv(const ConvLayer& l, int64_t batch, DType dtype, int64_t weight_block, bool weight_pairs) {
   if (weight_block < 0 || (weight_block > 0 && l.cout % weight_block))
     throw ShapeError("resnet_conv " + l.name + ": weight_block " + std::to_string(weight_block) +
                      " must be 0 (HWIO) or divide the " + std::to_string(l.cout) + " output channels");
   Program p("resnet_" + l.name);
   const Tensor x = p.input("X", {batch, l.hw, l.hw, l.cin}, dtype);
-  const Tensor w = weight_block ? p.input("W", {l.cout / weight_block, l.kernel, l.kernel, l.cin, weight_block}, dtype)
-                                : p.input("W", {l.kernel, l.kernel, l.cin, l.cout}, dtype);
+  if (weight_pairs && (!weight_block || l.cin % 2))
+    throw ShapeError("resnet_conv " + l.name + ": weight pairs need a weight_block and an even number of input channels, got " +
+                     std::to_string(l.cin));
+  const Tensor w = weight_pairs ? p.input("W", {l.cout / weight_block, l.kernel, l.kernel, l.cin / 2, weight_block, 2}, dtype)
+                   : weight_block ? p.input("W", {l.cout / weight_block, l.kernel, l.kernel, l.cin, weight_block}, dtype)
+                                  : p.input("W", {l.kernel, l.kernel, l.cin, l.cout}, dtype);
   const Tensor b = p.input("b", {l.cout}, dtype);
   const int s = static_cast<int>(l.stride), pd = static_cast<int>(l.pad);
   p.output(ops::relu(ops::conv2d_nhwc(x, w, b, {s, s}, {pd, pd}, {1, 1}, "conv"), "Y"));

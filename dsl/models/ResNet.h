@@ -28,12 +28,20 @@ const std::vector<ConvLayer>& resnet50_conv_layers();
 // [N, out_hw, out_hw, cout]; all of `dtype` (bf16: bench_resnet50 --bf16).
 // The blocked layout measured 3-7% faster on the deep layers (the HWIO rows of
 // 2-8 KB are read 128 bytes at a time) and the same on the others.
-Program resnet_conv(const ConvLayer& l, int64_t batch = 1, DType dtype = DType::F32, int64_t weight_block = 32);
+// weight_pairs: weights [O/B, KH, KW, C/2, B, 2] (block_conv_weight_pairs),
+// the layout of bf16 dot products (dot_pairs).
+Program resnet_conv(const ConvLayer& l, int64_t batch = 1, DType dtype = DType::F32, int64_t weight_block = 32,
+                    bool weight_pairs = false);
 
 // HWIO weights [k, k, cin, cout] -> [cout / block, k, k, cin, block].
 template <typename T>
 std::vector<T> block_conv_weight(const std::vector<T>& hwio, const ConvLayer& l, int64_t block) {
   return block_weight(hwio.data(), l.kernel * l.kernel * l.cin, l.cout, block);
+}
+
+template <typename T>
+std::vector<T> block_conv_weight_pairs(const std::vector<T>& hwio, const ConvLayer& l, int64_t block) {
+  return block_weight_pairs(hwio.data(), l.kernel * l.kernel * l.cin, l.cout, block);
 }
 
 }  // namespace pto::models

@@ -132,9 +132,9 @@ Tensor conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor& b, std::array
   const std::string op = "conv2d_nhwc";
   if (x.rank() != 4)
     throw ShapeError(op + ": input '" + x.name() + "' must be [N, H, W, C] (rank 4), got " + to_string(x.shape()));
-  if (w.rank() != 4 && w.rank() != 5)
-    throw ShapeError(op + ": weight '" + w.name() + "' must be [KH, KW, C, O] (HWIO, rank 4) or [O/B, KH, KW, C, B] " +
-                     "(blocked, rank 5), got " + to_string(w.shape()));
+  if (w.rank() < 4 || w.rank() > 6)
+    throw ShapeError(op + ": weight '" + w.name() + "' must be [KH, KW, C, O] (HWIO, rank 4), [O/B, KH, KW, C, B] " +
+                     "(blocked, rank 5) or [O/B, KH, KW, C/2, B, 2] (blocked pairs, rank 6), got " + to_string(w.shape()));
   if (x.dtype() != w.dtype())
     throw DTypeError(op + ": input '" + x.name() + "' is " + std::string(to_string(x.dtype())) + " but weight '" +
                      w.name() + "' is " + std::string(to_string(w.dtype())));
@@ -145,14 +145,19 @@ Tensor conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor& b, std::array
   }
   const int64_t H = static_dim(op, x, 1), W = static_dim(op, x, 2), C = static_dim(op, x, 3);
   for (int k = 0; k < w.rank(); ++k) static_dim(op, w, k);
-  const bool blocked = w.rank() == 5;
+  const bool blocked = w.rank() >= 5, pairs = w.rank() == 6;
+  if (pairs && w.shape()[5].value != 2)
+    throw ShapeError(op + ": weight '" + w.name() + "' (blocked pairs [O/B, KH, KW, C/2, B, 2]) must end in 2, got " +
+                     to_string(w.shape()));
   const auto wd = [&](int k) { return w.shape()[static_cast<size_t>(k + (blocked ? 1 : 0))].value; };
-  const int64_t KH = wd(0), KW = wd(1), Cw = wd(2), B = blocked ? w.shape()[4].value : 1;
+  const int64_t KH = wd(0), KW = wd(1), Cw = wd(2) * (pairs ? 2 : 1), B = blocked ? w.shape()[4].value : 1;
   const int64_t O = blocked ? w.shape()[0].value * B : wd(3);
   if (Cw != C)
     throw ShapeError(op + ": weight '" + w.name() + "' has " + std::to_string(Cw) + " input channels (" +
-                     (blocked ? "dim 3 of [O/B, KH, KW, C, B]" : "dim 2 of [KH, KW, C, O]") + "); input '" + x.name() +
-                     "' has " + std::to_string(C));
+                     (pairs     ? "2 x dim 3 of [O/B, KH, KW, C/2, B, 2]"
+                      : blocked ? "dim 3 of [O/B, KH, KW, C, B]"
+                                : "dim 2 of [KH, KW, C, O]") +
+                     "); input '" + x.name() + "' has " + std::to_string(C));
   if (b.defined() && (b.rank() != 1 || b.shape()[0] != Dim(O)))
     throw ShapeError(op + ": bias '" + b.name() + "' must be [" + std::to_string(O) + "], got " + to_string(b.shape()));
   const int64_t in[2] = {H, W}, k[2] = {KH, KW};
@@ -177,7 +182,10 @@ Tensor conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor& b, std::array
                    OpKind::DataMovement, "pad");
   }
   const Expr n = var("n"), y = var("y"), xx = var("x"), o = var("o"), ky = var("ky"), kx = var("kx"), c = var("c");
-  const Expr wv = blocked ? w(o / static_cast<int>(B), ky, kx, c, o % static_cast<int>(B)) : w(ky, kx, c, o);
+  const int bi = static_cast<int>(B);
+  const Expr wv = pairs     ? w(o / bi, ky, kx, c / 2, o % bi, c % 2)
+                  : blocked ? w(o / bi, ky, kx, c, o % bi)
+                            : w(ky, kx, c, o);
   const Expr body = src(n, y * stride[0] + ky * dilation[0], xx * stride[1] + kx * dilation[1], c) * wv;
   const Shape oshape{x.shape()[0], out[0], out[1], O};
   const std::vector<std::string> ovars{"n", "y", "x", "o"};

@@ -164,6 +164,8 @@ Schedule default_schedule(const Program& p, const Target& t) {
     if (st.kind == OpKind::Normalization && !st.reduce && s.find(st.name) &&
         s.find(st.name)->compute.kind == Placement::Kind::Root)
       rowwise(p, st, t, s);
+  // bf16 operands laid out in pairs: one dot-product instruction per pair.
+  dot_pairs(p, t, s);
   return s;
 }
 

@@ -7,6 +7,7 @@
 //   ChannelsLastConv.cpp channels-last convolutions: pixels x output-channel
 //                        tiles, padded input, weights-outer for deep layers
 //   RowWise.cpp          row-wise normalizations, row statistics rfactored
+//   DotPairs.cpp         bf16 sums over operands laid out in pairs: dot_pairs
 // Internal to schedules/defaults/; the measurements behind each choice are at
 // its definition.
 #pragma once
@@ -51,5 +52,8 @@ LoopSchedule padded_input(const Stage& pad, const Target& t);
 // RowWise.cpp
 std::optional<RFactor> row_rfactor(const Stage& st, const Target& t);
 void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s);
+
+// DotPairs.cpp
+void dot_pairs(const Program& p, const Target& t, Schedule& s);
 
 }  // namespace pto::defaults

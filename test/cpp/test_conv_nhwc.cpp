@@ -236,7 +236,13 @@ TEST_CASE("conv2d_nhwc rejects bad shapes with typed errors", "[ops][conv_nhwc][
   CHECK_THROWS_WITH(ops::conv2d_nhwc(x, p.input("Wb", {3, 3, 3, 5, 2}), Tensor()),
                     Catch::Contains("has 5 input channels (dim 3 of [O/B, KH, KW, C, B])"));
   CHECK_THROWS_WITH(ops::conv2d_nhwc(x, p.input("W3", {3, 4, 6}), Tensor()),
-                    Catch::Contains("[KH, KW, C, O] (HWIO, rank 4) or [O/B, KH, KW, C, B]"));
+                    Catch::Contains("[KH, KW, C, O] (HWIO, rank 4), [O/B, KH, KW, C, B] (blocked, rank 5) or "
+                                    "[O/B, KH, KW, C/2, B, 2] (blocked pairs, rank 6), got [3, 4, 6]"));
+  // Blocked pairs [O/B, KH, KW, C/2, B, 2]: channels are twice dim 3, and the last dim is the pair.
+  CHECK_THROWS_WITH(ops::conv2d_nhwc(x, p.input("Wp", {3, 3, 3, 3, 2, 2}), Tensor()),
+                    Catch::Contains("has 6 input channels (2 x dim 3 of [O/B, KH, KW, C/2, B, 2])"));
+  CHECK_THROWS_WITH(ops::conv2d_nhwc(x, p.input("Wp3", {3, 3, 3, 2, 2, 3}), Tensor()),
+                    Catch::Contains("must end in 2, got [3, 3, 3, 2, 2, 3]"));
 }
 
 TEST_CASE("conv2d_nhwc with blocked weights matches HWIO", "[ops][conv_nhwc]") {
@@ -253,4 +259,10 @@ TEST_CASE("conv2d_nhwc with blocked weights matches HWIO", "[ops][conv_nhwc]") {
   const HostTensor want = interpret(ph, {{"X", x}, {"W", w}}).at("Y");
   CHECK(tolerance_ratio(interpret(pb, {{"X", x}, {"W", wb}}).at("Y"), want, 1e-12, 1e-12) <= 1.0);
   CHECK(tolerance_ratio(run_f32(Kernel(pb, default_schedule(pb, t), t), {{"X", x}, {"W", wb}})[0], want, 1e-5, 1e-5) <= 1.0);
+  // Blocked pairs [O/B, KH, KW, C/2, B, 2] (block_weight_pairs), in f32: the same convolution.
+  Program pp("pairs");
+  pp.output(ops::conv2d_nhwc(pp.input("X", {1, 9, 9, 8}), pp.input("W", {2, 3, 3, 4, 16, 2}), Tensor(), {2, 2}, {1, 1}, {1, 1}, "Y"));
+  const HostTensor wp{{2, 3, 3, 4, 16, 2}, models::block_weight_pairs(w.data.data(), 3 * 3 * 8, 32, 16)};
+  CHECK(tolerance_ratio(interpret(pp, {{"X", x}, {"W", wp}}).at("Y"), want, 1e-12, 1e-12) <= 1.0);
+  CHECK(tolerance_ratio(run_f32(Kernel(pp, default_schedule(pp, t), t), {{"X", x}, {"W", wp}})[0], want, 1e-5, 1e-5) <= 1.0);
 }

@@ -137,6 +137,15 @@ TEST_CASE("differential: conv2d_nhwc + bias + relu", "[differential]") {
                    trials());
 }
 
+TEST_CASE("differential: conv2d_nhwc with blocked-pair weights (dot_pairs)", "[differential][dot_pairs]") {
+  // As conv2d_nhwc, C*3*3 = 36 terms scaled 1/36, G = 12. Random schedules
+  // sum the channel pairs per lane (dot_pairs) in about one trial in seven
+  // (it needs a vectorized update), hence more trials.
+  run_differential({"conv2d_nhwc", {{"N", 1}, {"C", 4}, {"H", 7}, {"W", 9}, {"O", 32}, {"PAIRS", 1}}, {{"Wt", 1.0 / 36}},
+                    [](double u) { return Tolerance{12 * u + kF32Atol, kF32Rtol}; }},
+                   3 * trials());
+}
+
 TEST_CASE("differential: softmax", "[differential]") {
   // exp's argument x - max carries 2 casts + 1 subtraction (<= 4u absolute on
   // |x - max| <= 2), so exp is off by 4u + its own rounding + storage = 6u
@@ -202,4 +211,17 @@ TEST_CASE("the random schedule generator draws narrow precisions and only valid 
   CHECK(narrow > 20);
   CHECK(at > 20);
   CHECK(inl > 20);
+}
+
+TEST_CASE("the random schedule generator draws dot_pairs where operands are in pairs", "[differential][schedule][dot_pairs]") {
+  const Target t = parse_target("host");
+  const Program p = make_workload("conv2d_nhwc", {{"C", 4}, {"H", 7}, {"W", 9}, {"O", 32}, {"PAIRS", 1}});
+  std::mt19937_64 rng(9);
+  int pairs = 0;
+  for (int i = 0; i < 200; ++i) {
+    const Schedule s = random_schedule(p, t, rng);
+    REQUIRE_NOTHROW(validate(p, s, &t));
+    for (const auto& [n, ss] : s.stages) pairs += !ss.dot_pairs.empty();
+  }
+  CHECK(pairs > 15);
 }

@@ -9,6 +9,8 @@
 
 #include "Helpers.h"
 #include "backends/Target.h"
+#include "dsl/ops/Ops.h"
+#include "schedules/defaults/Defaults.h"
 #include "schedules/Explain.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
@@ -118,11 +120,59 @@ TEST_CASE("dot_pairs: validation errors name the stage, the value and what is va
   fails(tiled, "do not tile, unroll or parallelize it in the update");
   Schedule no_tile = pair_schedule(4, 32);
   no_tile["C"].accumulator_at.clear();
-  fails(no_tile, "dot_pairs needs an accumulator tile (accumulator_at)");
+  fails(no_tile, "dot_pairs on an output needs an accumulator tile (accumulator_at)");
   Program p15("odd");  // K = 15 does not pair
   const Tensor a = p15.input("A", {4, 15}, DType::BF16), b = p15.input("B", {15, 16}, DType::BF16);
   p15.output(p15.define_reduce("C", {"i", "j"}, {4, 16}, ReduceOp::Sum, {{"k", Dim(15)}},
                                cast(DType::F32, a(var("i"), var("k"))) * cast(DType::F32, b(var("k"), var("j"))),
                                OpKind::Contraction, "matmul"));
   CHECK_THROWS_WITH(validate(p15, pair_schedule(4, 16), &t), Contains("dot_pairs needs an even static extent of 'k', got 15"));
+}
+
+// conv2d_nhwc with blocked-pair weights [O/B, KH, KW, C/2, B, 2]: on an
+// avx512_bf16 target the default schedule sums the channel pairs with
+// dot_pairs (DotPairs.cpp); on others it keeps the converting path. Both must
+// give the float64 answer.
+TEST_CASE("dot_pairs: the default schedule of a bf16 conv with pair weights matches float64", "[dot_pairs][conv]") {
+  const Target t = parse_target("host");
+  std::mt19937 rng(37);
+  const int64_t H = 9, C = 16, O = 32, B = 16;
+  for (const auto& [pad, stride] : std::vector<std::pair<int, int>>{{1, 1}, {0, 2}}) {
+    INFO("pad " << pad << ", stride " << stride);
+    Program p("conv_pairs");
+    const Tensor x = p.input("X", {1, H, H, C}, DType::BF16);
+    const Tensor w = p.input("W", {O / B, 3, 3, C / 2, B, 2}, DType::BF16);
+    p.output(ops::relu(ops::conv2d_nhwc(x, w, {}, {stride, stride}, {pad, pad}, {1, 1}, "conv"), "Y"));
+    Schedule s = default_schedule(p, t);
+    const StageSchedule* acc = s.find("conv");
+    REQUIRE(acc);
+    CHECK(acc->dot_pairs == (t.avx512_bf16 ? "c" : ""));
+    for (const Stage& st : p.stages())  // f32 products and sums, as bench_resnet50 --bf16 runs them
+      if (s.find(st.name) && s.find(st.name)->compute.kind != Placement::Kind::Inline) {
+        s[st.name].precision.compute = DType::F32;
+        if (st.reduce) s[st.name].precision.accumulate = DType::F32;
+      }
+    validate(p, s, &t);
+    const HostTensor xv = bf16_values({1, H, H, C}, rng), wv = bf16_values({O / B, 3, 3, C / 2, B, 2}, rng);
+    const HostTensor want = interpret(p, {{"X", xv}, {"W", wv}}).at("Y");
+    std::vector<uint16_t> xb, wb;
+    for (double v : xv.data) xb.push_back(bf16_bits(static_cast<float>(v)));
+    for (double v : wv.data) wb.push_back(bf16_bits(static_cast<float>(v)));
+    std::vector<int64_t> oshape;
+    for (const Dim& d : p.stage("Y").shape) oshape.push_back(d.value);
+    std::vector<uint16_t> y(static_cast<size_t>(static_numel(p.stage("Y").shape)), 0xffff);
+    const Kernel k(p, s, t);
+    k.run({{xb.data(), DType::BF16, {1, H, H, C}, {}}, {wb.data(), DType::BF16, {O / B, 3, 3, C / 2, B, 2}, {}}},
+          {{y.data(), DType::BF16, oshape, {}}});
+    HostTensor got{oshape, {}};
+    for (const uint16_t b : y) {
+      const uint32_t u = static_cast<uint32_t>(b) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      got.data.push_back(f);
+    }
+    // Products exact in f32, sums of 144 terms exact to ~1e-5; the bf16
+    // output rounds by 2^-9 of each value (2^-8 with margin).
+    CHECK(tolerance_ratio(got, want, 1.0 / 256, 1e-4) <= 1.0);
+  }
 }

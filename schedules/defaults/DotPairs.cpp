@@ -1,0 +1,36 @@
+// bf16 dot products in pairs: a sum over k that reads a bf16 operand laid out
+// in pairs along k (its last index is k % 2, as in the blocked-pair weights
+// [O/B, KH, KW, C/2, B, 2] of block_weight_pairs) runs k as adjacent pairs per
+// vector lane (the dot_pairs directive). On avx512_bf16 Halide emits one
+// vdpbf16ps per pair: two bf16 products summed into each f32 lane, where the
+// converting path widens both operands and issues two FMAs. The layout is the
+// program's choice; the default only follows it.
+//
+// ResNet-50 bf16 convolutions (bench_resnet50 --bf16): 0.25x oneDNN bf16 on
+// the median layer with the converting path; with pairs, 3x3 layers run at
+// ~1000-1060 GFLOP/s, oneDNN bf16's speed.
+#include <algorithm>
+
+#include "dsl/Analysis.h"
+#include "schedules/defaults/Rules.h"
+
+namespace pto::defaults {
+
+void dot_pairs(const Program& p, const Target& t, Schedule& s) {
+  if (!t.avx512_bf16 || t.has_device()) return;
+  for (const Stage& st : p.stages()) {
+    if (!st.reduce || *st.reduce != ReduceOp::Sum) continue;
+    if (!s.find(st.name)) continue;
+    StageSchedule* ss = &s[st.name];
+    if (!ss->update || ss->update->vectorize.empty() || ss->rfactor) continue;
+    const auto k = pair_rvar(st, DType::BF16);
+    if (!k) continue;
+    const LoopSchedule& up = *ss->update;
+    if (up.tile.count(*k) || up.unroll.count(*k) || std::count(up.parallel.begin(), up.parallel.end(), *k)) continue;
+    if (is_output(p, st.name) && ss->accumulator_at.empty()) continue;  // Validate.cpp: aligned accumulator loads
+    for (const RVar& r : st.rvars)
+      if (r.name == *k && static_extent(r.extent) > 0 && static_extent(r.extent) % 2 == 0) ss->dot_pairs = *k;
+  }
+}
+
+}  // namespace pto::defaults
