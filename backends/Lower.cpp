@@ -543,7 +543,7 @@ class Lowering {
       } else if (lanes > 1 && !args.empty()) w.vectorize(args[0], lanes, Halide::TailStrategy::GuardWithIf);
     }
     apply_loops(st, f, ss.loops, false, root);
-    if (has_update && ss.update) apply_loops(st, f.update(0), *ss.update, true, false);
+    if (has_update && ss.update) apply_loops(paired_update(st, ss.dot_pairs), f.update(0), *ss.update, true, false);
     if (has_update && !ss.dot_pairs.empty()) apply_dot_pairs(f.update(0), ss.dot_pairs);
     if (has_update && ss.rfactor) apply_rfactor(st, f, *ss.rfactor);
     if (ss.pipeline.async) f.async();

@@ -104,6 +104,7 @@ class Explainer {
     }
     const std::string init = *st.reduce == ReduceOp::Sum ? std::string("0") : "init(" + std::string(to_string(*st.reduce)) + ")";
     const LoopSchedule& upd = ss && ss->update ? *ss->update : none;
+    const Stage ust = paired_update(st, ss ? ss->dot_pairs : "");  // the update's loops (k counts pairs)
     // The reduction body, with the condition skip_padding puts on its steps.
     std::string value = to_string(st.value);
     if (ss && !ss->skip_padding.empty()) {
@@ -111,7 +112,8 @@ class Explainer {
       if (const auto pred = padding_predicate(p_, st, ss->skip_padding)) value += "    where " + to_string(*pred);
     }
     if (ss && !ss->dot_pairs.empty())
-      value += "    [dot_pairs: " + ss->dot_pairs + " = 2 " + ss->dot_pairs + " + " + ss->dot_pairs + "_2, the pair summed per lane]";
+      value += "    [dot_pairs: " + ss->dot_pairs + " = 2 " + ss->dot_pairs + " + " + ss->dot_pairs + "_2, the loop " +
+               ss->dot_pairs + " counts pairs, the pair summed per lane]";
     if (ss && !ss->accumulator_at.empty()) {
       // The reduction runs into an accumulator tile inside the pure loops.
       const std::string acc = st.name + "__acc(" + lhs.substr(st.name.size() + 1);
@@ -119,7 +121,7 @@ class Explainer {
         line(d, "accumulator " + st.name + "__acc: per iteration of " + ss->accumulator_at);
         line(d + 1, acc + " = " + init);
         in_tile_ = true;  // its pure loops span the tile
-        nest(st, upd, true, d + 1, acc + " = " + std::string(to_string(*st.reduce)) + "(" + acc + ", " + value + ")");
+        nest(ust, upd, true, d + 1, acc + " = " + std::string(to_string(*st.reduce)) + "(" + acc + ", " + value + ")");
         in_tile_ = false;
       });
       return;
@@ -129,7 +131,7 @@ class Explainer {
       rfactored(st, *ss->rfactor, lhs, init, depth + 1);
       return;
     }
-    nest(st, upd, true, depth + 1, lhs + " = " + std::string(to_string(*st.reduce)) + "(" + lhs + ", " + value + ")");
+    nest(ust, upd, true, depth + 1, lhs + " = " + std::string(to_string(*st.reduce)) + "(" + lhs + ", " + value + ")");
   }
 
   // The update under rfactor: the stage's pure loops, the intermediate per

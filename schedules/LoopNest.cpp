@@ -120,4 +120,11 @@ std::vector<Loop> loop_nest(const Stage& stage, const LoopSchedule& ls, bool upd
   return reordered;
 }
 
+Stage paired_update(const Stage& stage, const std::string& pairs) {
+  Stage s = stage;
+  for (RVar& r : s.rvars)
+    if (r.name == pairs && !r.extent.is_symbolic()) r.extent = Dim(r.extent.value / 2);
+  return s;
+}
+
 }  // namespace pto

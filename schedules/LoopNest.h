@@ -26,6 +26,12 @@ struct Loop {
 // after tiling and `order`. Throws ScheduleError naming the stage and the bad directive.
 std::vector<Loop> loop_nest(const Stage& stage, const LoopSchedule& ls, bool update);
 
+// `stage` as its update runs under dot_pairs on reduction variable `pairs`:
+// the loop `pairs` counts pairs (half the extent; the pair itself is the
+// innermost loop <pairs>_2, which schedules do not name). Empty `pairs`: the
+// stage itself.
+Stage paired_update(const Stage& stage, const std::string& pairs);
+
 // The split chain of one dim: {dim, [outer, (middle), inner]} names, for lowering.
 std::vector<std::string> split_names(const std::string& dim, size_t levels);
 

@@ -224,10 +224,15 @@ class Drawer {
       if (st.reduce && coin(0.8)) ss.update = draw_loops(st, true, tile, ss.precision.accumulate.value_or(compute));
       if (const auto k = pair_rvar(st); k && ss.update && coin(0.9)) {  // operands in pairs: sum them per lane
         const LoopSchedule& up = *ss.update;
-        const bool k_free = !up.tile.count(*k) && !up.unroll.count(*k) &&
+        bool even = false, tile_fits = true;  // under dot_pairs the loop k counts pairs: tiles of at most half
+        for (const RVar& r : st.rvars)
+          if (r.name == *k && !r.extent.is_symbolic()) {
+            even = r.extent.value % 2 == 0;
+            if (up.tile.count(*k))
+              for (const int64_t f : up.tile.at(*k)) tile_fits &= 2 * f <= r.extent.value;
+          }
+        const bool k_free = tile_fits && !up.unroll.count(*k) &&
                             std::find(up.parallel.begin(), up.parallel.end(), *k) == up.parallel.end();
-        bool even = false;
-        for (const RVar& r : st.rvars) even |= r.name == *k && !r.extent.is_symbolic() && r.extent.value % 2 == 0;
         if (*st.reduce == ReduceOp::Sum && !up.vectorize.empty() && k_free && even && (!out || !ss.accumulator_at.empty()))
           ss.dot_pairs = *k;
       }

@@ -488,13 +488,16 @@ void validate(const Program& p, const Schedule& s, const Target* target) {
         throw ScheduleError(where + ": dot_pairs on an output needs an accumulator tile (accumulator_at): the pair "
                             "reduction loads its accumulator with aligned vector loads, which only Halide's own "
                             "buffers guarantee");
-      if (ss.update->tile.count(k) || ss.update->unroll.count(k) || std::count(ss.update->parallel.begin(), ss.update->parallel.end(), k))
-        throw ScheduleError(where + ": dot_pairs runs '" + k + "' in pairs; do not tile, unroll or parallelize it in the update");
+      if (ss.update->unroll.count(k) || std::count(ss.update->parallel.begin(), ss.update->parallel.end(), k))
+        throw ScheduleError(where + ": dot_pairs runs '" + k + "' in pairs; do not unroll or parallelize it in the update "
+                            "(tiles of it count pairs)");
     }
     if (ss.update) {
       if (!st.reduce) throw ScheduleError(where + " has no reduction, so it has no \"update\" to schedule");
       // With an accumulator tile, the update's pure loops span that tile only.
-      check_loops(st, *ss.update, true, target, prec.accumulate, at || !ss.accumulator_at.empty());
+      // Under dot_pairs the loop k counts pairs: its tiles are checked against half the extent.
+      check_loops(paired_update(st, ss.dot_pairs), *ss.update, true, target, prec.accumulate,
+                  at || !ss.accumulator_at.empty());
     }
     if (ss.compute.kind == Placement::Kind::Inline && !ss.loops.empty())
       throw ScheduleError(where + " is inline, so it has no loops to tile, order, vectorize or parallelize");

@@ -25,11 +25,17 @@ void dot_pairs(const Program& p, const Target& t, Schedule& s) {
     if (!ss->update || ss->update->vectorize.empty() || ss->rfactor) continue;
     const auto k = pair_rvar(st, DType::BF16);
     if (!k) continue;
-    const LoopSchedule& up = *ss->update;
-    if (up.tile.count(*k) || up.unroll.count(*k) || std::count(up.parallel.begin(), up.parallel.end(), *k)) continue;
+    LoopSchedule& up = *ss->update;
+    if (up.unroll.count(*k) || std::count(up.parallel.begin(), up.parallel.end(), *k)) continue;
     if (is_output(p, st.name) && ss->accumulator_at.empty()) continue;  // Validate.cpp: aligned accumulator loads
-    for (const RVar& r : st.rvars)
-      if (r.name == *k && static_extent(r.extent) > 0 && static_extent(r.extent) % 2 == 0) ss->dot_pairs = *k;
+    bool even = false;
+    for (const RVar& r : st.rvars) even |= r.name == *k && static_extent(r.extent) > 0 && static_extent(r.extent) % 2 == 0;
+    // Under dot_pairs the loop k counts pairs: a tile of k channels becomes one of k / 2 pairs.
+    std::vector<int64_t>* tile = up.tile.count(*k) ? &up.tile.at(*k) : nullptr;
+    if (!even || (tile && std::any_of(tile->begin(), tile->end(), [](int64_t f) { return f % 2; }))) continue;
+    if (tile)
+      for (int64_t& f : *tile) f /= 2;
+    ss->dot_pairs = *k;
   }
 }
 

@@ -95,6 +95,23 @@ TEST_CASE("dot_pairs: a pair-interleaved bf16 matmul matches float64", "[dot_pai
     // [-1, 1] (pairs first, then lanes) errs by at most 96 * 2^-24 * 96 = 5.5e-4.
     CHECK(tolerance_ratio(HostTensor{{M, N}, {c.begin(), c.end()}}, want, 1e-30, 5.5e-4) <= 1.0);
   }
+  {
+    // A tile of the pair loop: k counts pairs under dot_pairs, 48 pairs in tiles of 8.
+    INFO("k tiled by 8 pairs");
+    Schedule s = pair_schedule(4, 32);
+    s["C"].update->tile["k"] = {8};
+    s["C"].update->order = {"k_o", "k_i", "i", "j"};
+    validate(p, s, &t);
+    CHECK_THAT(explain(p, s, &t), Contains("for k_i in [0, 8)"));
+    const Kernel k(p, s, t);
+    std::vector<uint16_t> ab, bb;
+    for (double v : a.data) ab.push_back(bf16_bits(static_cast<float>(v)));
+    for (double v : b.data) bb.push_back(bf16_bits(static_cast<float>(v)));
+    std::vector<float> c(static_cast<size_t>(M * N), std::nanf(""));
+    k.run({{ab.data(), DType::BF16, {M, K}, {}}, {bb.data(), DType::BF16, {K / 2, N, 2}, {}}},
+          {{c.data(), DType::F32, {M, N}, {}}});
+    CHECK(tolerance_ratio(HostTensor{{M, N}, {c.begin(), c.end()}}, want, 1e-30, 5.5e-4) <= 1.0);
+  }
   const Schedule s = pair_schedule(4, 32);
   CHECK_THAT(explain(p, s, &t), Contains("[dot_pairs: k = 2 k + k_2"));
   CHECK(schedule_from_json_string(schedule_to_json_string(s)) == s);
@@ -114,10 +131,15 @@ TEST_CASE("dot_pairs: validation errors name the stage, the value and what is va
   Schedule no_lanes = pair_schedule(4, 32);
   no_lanes["C"].update->vectorize.clear();
   fails(no_lanes, "dot_pairs needs the update's vector lanes");
-  Schedule tiled = pair_schedule(4, 32);
-  tiled["C"].update->tile["k"] = {4};
+  Schedule unrolled = pair_schedule(4, 32);
+  unrolled["C"].update->unroll["k"] = 0;
+  fails(unrolled, "do not unroll or parallelize it in the update (tiles of it count pairs)");
+  Schedule tiled = pair_schedule(4, 32);  // k = 16 is 8 pairs: a tile of 16 does not fit
+  tiled["C"].update->tile["k"] = {16};
   tiled["C"].update->order = {"k_o", "k_i", "i", "j"};
-  fails(tiled, "do not tile, unroll or parallelize it in the update");
+  fails(tiled, "tile 16 on dim 'k' exceeds extent 8");
+  tiled["C"].update->tile["k"] = {4};
+  CHECK_NOTHROW(validate(p, tiled, &t));
   Schedule no_tile = pair_schedule(4, 32);
   no_tile["C"].accumulator_at.clear();
   fails(no_tile, "dot_pairs on an output needs an accumulator tile (accumulator_at)");
