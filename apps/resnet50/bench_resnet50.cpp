@@ -9,7 +9,7 @@
 // after the file's stem): for trying a schedule on a layer without a rebuild.
 //
 // --bf16 adds, per layer, bf16 input, weights, bias and output with f32
-// accumulation: PTO (default schedule, precision directives) vs oneDNN bf16
+// accumulation: PTO (default schedule) vs oneDNN bf16
 // (avx512_bf16), in a second table whose ratio column is to oneDNN bf16.
 //
 // oneDNN runs in its preferred (blocked) layouts with weights reordered once,
@@ -140,7 +140,7 @@ struct OneDnnConv {
 int main(int argc, char** argv) {
   std::vector<int> layers;
   std::string json_path, db_path;
-  std::vector<std::string> schedule_files;
+  std::vector<std::string> schedule_files, schedule_files16;
   bool no_ort = false, bf16 = false;
   double min_time = 0.2;
   int rounds = 1;
@@ -149,6 +149,9 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "write records as JSON");
   app.add_option("--db", db_path, "tuning database with tuned schedules (pto tune resnet50_conv --set layer=N)");
   app.add_option("--schedule", schedule_files, "schedule JSON files to run next to the default (pto schedule resnet50_conv --set layer=N)")
+      ->delimiter(',');
+  app.add_option("--schedule-bf16", schedule_files16,
+                 "with --bf16: schedule JSON files to run next to the bf16 default (pto schedule resnet50_conv --set layer=N --set BF16=1)")
       ->delimiter(',');
   app.add_flag("--no-ort", no_ort, "skip ONNX Runtime");
   app.add_flag("--bf16", bf16, "also run bf16 (bf16 storage, f32 accumulation): PTO vs oneDNN bf16");
@@ -238,45 +241,51 @@ int main(int argc, char** argv) {
         return v;
       };
       std::vector<float> xr = round16(x), wr = round16(w), br = round16(b);
-      std::vector<uint16_t> x16, w16, b16(br.size()), out16(out.size());
-      to_channels_last(l, xr, wr, x16, w16, [](float f) { return to_bf16(f); });
+      std::vector<uint16_t> x16v, w16;
+      to_channels_last(l, xr, wr, x16v, w16, [](float f) { return to_bf16(f); });
+      bench::AlignedVector<uint16_t> x16(x16v.begin(), x16v.end()), b16(br.size()), out16(out.size());  // 64-byte aligned, as oneDNN's
       for (size_t i = 0; i < br.size(); ++i) b16[i] = to_bf16(br[i]);
-      {
-        // Weights in bf16 pairs where the channels are even (all but the
-        // stem): the default schedule then sums them with dot_pairs.
-        const bool pairs = l.cin % 2 == 0;
-        const Program p16 = models::resnet_conv(l, 1, DType::BF16, kWeightBlock, pairs);
-        Schedule s16 = default_schedule(p16, t);
-        for (const Stage& st : p16.stages()) {
-          if (!s16.find(st.name) || s16.find(st.name)->compute.kind == Placement::Kind::Inline) continue;
-          Precision& pr = s16[st.name].precision;
-          pr.compute = DType::F32;
-          if (st.reduce) pr.accumulate = DType::F32;
-          if (st.name != "Y") pr.storage = DType::F32;  // intermediates (the accumulator tile) stay f32
-        }
-        const Kernel k(p16, s16, t);
-        std::vector<uint16_t> w16b = pairs ? models::block_conv_weight_pairs(w16, l, kWeightBlock) : models::block_conv_weight(w16, l, kWeightBlock);
-        const std::vector<int64_t> wshape = pairs ? std::vector<int64_t>{l.cout / kWeightBlock, l.kernel, l.kernel, l.cin / 2, kWeightBlock, 2}
-                                                  : std::vector<int64_t>{l.cout / kWeightBlock, l.kernel, l.kernel, l.cin, kWeightBlock};
-        const std::vector<BufferRef> ins16{{x16.data(), DType::BF16, {1, l.hw, l.hw, l.cin}, {}},
-                                           {w16b.data(), DType::BF16, wshape, {}},
-                                           {b16.data(), DType::BF16, {l.cout}, {}}};
-        const std::vector<BufferRef> outs16{{out16.data(), DType::BF16, {1, o, o, l.cout}, {}}};
+      // Weights in bf16 pairs where the channels are even (all but the stem):
+      // the default schedule then sums them with dot_pairs.
+      const bool pairs = l.cin % 2 == 0;
+      const Program p16 = models::resnet_conv(l, 1, DType::BF16, kWeightBlock, pairs);
+      const std::vector<uint16_t> w16v =
+          pairs ? models::block_conv_weight_pairs(w16, l, kWeightBlock) : models::block_conv_weight(w16, l, kWeightBlock);
+      bench::AlignedVector<uint16_t> w16b(w16v.begin(), w16v.end());
+      const std::vector<int64_t> wshape = pairs ? std::vector<int64_t>{l.cout / kWeightBlock, l.kernel, l.kernel, l.cin / 2, kWeightBlock, 2}
+                                                : std::vector<int64_t>{l.cout / kWeightBlock, l.kernel, l.kernel, l.cin, kWeightBlock};
+      const std::vector<BufferRef> ins16{{x16.data(), DType::BF16, {1, l.hw, l.hw, l.cin}, {}},
+                                         {w16b.data(), DType::BF16, wshape, {}},
+                                         {b16.data(), DType::BF16, {l.cout}, {}}};
+      const std::vector<BufferRef> outs16{{out16.data(), DType::BF16, {1, o, o, l.cout}, {}}};
+      std::vector<std::string> names16;
+      std::vector<std::function<void()>> runs16;
+      std::deque<Kernel> kernels16;
+      // The default schedule computes in f32 and accumulates in f32 tiles (Defaults.cpp: wide_arithmetic).
+      auto run_pto16 = [&](const std::string& impl, const Schedule& s16) {
+        const Kernel& k = kernels16.emplace_back(p16, s16, t);
         k.run(ins16, outs16);
         for (int64_t co = 0; co < l.cout; ++co)
           for (int64_t i = 0; i < o * o; ++i)
             out[static_cast<size_t>(co * o * o + i)] = from_bf16(out16[static_cast<size_t>(i * l.cout + co)]);
         const double err = check(l, xr, wr, br, out, rng);
-        std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label16.c_str(), "pto-bf16", err, err <= tol16 ? "OK" : "FAILED");
-        if (err > tol16) throw Error("pto-bf16 gives a wrong answer on " + label);
-        records16.push_back(bench::make_record(label16, "pto-bf16", time_it([&] { k.run(ins16, outs16); }, 1, 5, min_time), l.flops(1)));
-      }
+        std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label16.c_str(), impl.c_str(), err, err <= tol16 ? "OK" : "FAILED");
+        if (err > tol16) throw Error(impl + " gives a wrong answer on " + label16);
+        names16.push_back(impl);
+        runs16.push_back([&] { k.run(ins16, outs16); });
+      };
+      run_pto16("pto-bf16", default_schedule(p16, t));
+      for (const std::string& f : schedule_files16) run_pto16(std::filesystem::path(f).stem().string(), load_schedule_file(f));
       OneDnnConv dn16(l, xr, wr, br, out, dnnl::memory::data_type::bf16);
       dn16.run();
       dn16.fetch();
       const double derr16 = check(l, xr, wr, br, out, rng);
       std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label16.c_str(), "onednn-bf16", derr16, derr16 <= tol16 ? "OK" : "FAILED");
-      records16.push_back(bench::make_record(label16, "onednn-bf16", time_it([&] { dn16.run(); }, 1, 5, min_time), l.flops(1)));
+      if (derr16 > tol16) throw Error("oneDNN bf16 gives a wrong answer on " + label16);
+      names16.push_back("onednn-bf16");
+      runs16.push_back([&] { dn16.run(); });
+      const auto times16 = bench::interleaved_best(runs16, rounds, min_time);
+      for (size_t i = 0; i < runs16.size(); ++i) records16.push_back(bench::make_record(label16, names16[i], times16[i], l.flops(1)));
     }
     if (!no_ort) {
       std::string cmd = std::string(PTO_PYTHON) + " " + PTO_SOURCE_DIR + "/apps/resnet50/ort_resnet50.py --min-time " + std::to_string(min_time) + " --layers ";

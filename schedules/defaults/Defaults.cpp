@@ -51,6 +51,25 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
   return ls;
 }
 
+// bf16 / f16 stages evaluate in f32 and reductions accumulate in f32, as
+// vendor libraries do: a bf16 accumulator keeps 8 bits, so a sum of a few
+// hundred products would lose the small terms, and CPUs without native
+// half-precision arithmetic emulate it (Halide warns) at several times the
+// cost. Accumulator tiles computed at a consumer stay f32 too (they live in
+// registers); stored stages keep their narrow type, which halves their traffic,
+// and copies (data movement) move it unconverted.
+void wide_arithmetic(const Program& p, Schedule& s) {
+  for (const Stage& st : p.stages()) {
+    if (st.dtype != DType::BF16 && st.dtype != DType::F16) continue;
+    if (!s.find(st.name) || s.find(st.name)->compute.kind == Placement::Kind::Inline) continue;
+    StageSchedule& ss = s[st.name];
+    // Data movement (a padded copy) computes nothing: it stays in its type, no conversions.
+    if (!ss.precision.compute && st.kind != OpKind::DataMovement) ss.precision.compute = DType::F32;
+    if (st.reduce && !ss.precision.accumulate) ss.precision.accumulate = DType::F32;
+    if (st.reduce && ss.compute.kind == Placement::Kind::At && !ss.precision.storage) ss.precision.storage = DType::F32;
+  }
+}
+
 }  // namespace defaults
 
 using namespace defaults;
@@ -166,6 +185,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
       rowwise(p, st, t, s);
   // bf16 operands laid out in pairs: one dot-product instruction per pair.
   dot_pairs(p, t, s);
+  wide_arithmetic(p, s);
   return s;
 }
 

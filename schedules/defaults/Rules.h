@@ -26,6 +26,7 @@ namespace pto::defaults {
 bool is_output(const Program& p, const std::string& n);
 int64_t static_extent(const Dim& d);  // -1 when symbolic
 LoopSchedule parallel_vectorized(const Stage& st, const Target& t);
+void wide_arithmetic(const Program& p, Schedule& s);  // f32 compute and accumulation for bf16 / f16 stages
 
 // Contraction.cpp
 std::pair<size_t, size_t> tile_dims(const Stage& st);  // (rows, columns) of the register tile

@@ -202,3 +202,24 @@ TEST_CASE("stages and inputs named like C or libm symbols compile and run", "[ji
   k.run({{in.data(), DType::F32, {4}, {}}}, {{out.data(), DType::F32, {4}, {}}});
   CHECK(out == std::vector<float>{2, 4, 6, 8});
 }
+
+TEST_CASE("default schedules of bf16 programs compute and accumulate in f32", "[jit][precision]") {
+  // A row sum of 512 ones: exact in f32 and representable in bf16 (512 = 2^9),
+  // but a bf16 accumulator (8 significant bits) stops at 256, where 256 + 1
+  // rounds back to 256.
+  const Target t = parse_target("host");
+  Program p("sum_bf16");
+  const Tensor x = p.input("X", {4, 512}, DType::BF16);
+  p.output(p.define_reduce("Y", {"i"}, {4}, ReduceOp::Sum, {{"k", Dim(512)}}, x(var("i"), var("k")), OpKind::Reduction, "sum"));
+  const Schedule s = default_schedule(p, t);
+  REQUIRE(s.find("Y"));
+  CHECK(s.find("Y")->precision.accumulate == DType::F32);
+  CHECK(s.find("Y")->precision.compute == DType::F32);
+  CHECK(!s.find("Y")->precision.storage);  // an output keeps its interface type
+  std::vector<uint16_t> ones(4 * 512, 0x3f80), y(4, 0);  // bf16 1.0
+  Kernel(p, s, t).run({{ones.data(), DType::BF16, {4, 512}, {}}}, {{y.data(), DType::BF16, {4}, {}}});
+  for (const uint16_t v : y) CHECK(v == 0x4400);  // bf16 512.0
+  // The premise: accumulating in the stage's own type (the plain schedule) stalls.
+  Kernel(p, plain_schedule(p), t).run({{ones.data(), DType::BF16, {4, 512}, {}}}, {{y.data(), DType::BF16, {4}, {}}});
+  CHECK(y[0] == 0x4380);  // bf16 256.0
+}
