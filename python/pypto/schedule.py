@@ -114,6 +114,18 @@ class StageSchedule(LoopDirectives):
         self._d["skip_padding"] = list(dims)
         return self
 
+    def accumulator_at(self, loop: str) -> "StageSchedule":
+        """Accumulate into a tile per iteration of pure loop `loop` (a register tile), then store it."""
+        self._d["accumulator_at"] = loop
+        return self
+
+    def dot_pairs(self, rvar: str) -> "StageSchedule":
+        """Sum reduction variable `rvar` in adjacent pairs per vector lane (vdpbf16ps for bf16 pairs).
+
+        The update's loop `rvar` then counts pairs; an operand must be laid out in pairs along it."""
+        self._d["dot_pairs"] = rvar
+        return self
+
     def device(self, name: str) -> "StageSchedule":
         self._d["device"] = name
         return self

@@ -104,6 +104,30 @@ def test_schedule_skip_padding_and_rfactor(rng):
     np.testing.assert_allclose(rowsum(a), a.astype(np.float64).sum(axis=1), **f32_matmul_tol(96))
 
 
+def test_schedule_dot_pairs(rng):
+    # A channels-last conv whose weights are blocked in channel pairs,
+    # W[o // 32, ky, kx, c // 2, o % 32, c % 2]: summing the pairs per lane
+    # (dot_pairs) must give the float64 answer.
+    x = rng.random((1, 6, 6, 16), dtype=np.float32)
+    w = rng.random((3, 3, 16, 32), dtype=np.float32)  # HWIO
+    b = rng.random(32, dtype=np.float32)
+    wp = np.ascontiguousarray(w.reshape(3, 3, 8, 2, 1, 32).transpose(4, 0, 1, 2, 5, 3))  # [1, 3, 3, 8, 32, 2]
+
+    @pypto.kernel(dynamic=False)
+    def conv(X, W, B):
+        return pypto.ops.conv2d_nhwc(X, W, B, name="y")
+    want = np.zeros((1, 4, 4, 32))
+    for ky in range(3):
+        for kx in range(3):
+            want += x[:, ky:ky + 4, kx:kx + 4, :].astype(np.float64) @ w[ky, kx].astype(np.float64)
+    want += b
+    tol = f32_matmul_tol(9 * 16)
+    np.testing.assert_allclose(conv(x, wp, b), want, **tol)
+    conv.schedule()["y_acc"].dot_pairs("c")
+    assert "[dot_pairs: c = 2 c + c_2" in conv.explain()
+    np.testing.assert_allclose(conv(x, wp, b), want, **tol)
+
+
 def test_time_reports_median_and_spread(mats):
     k = pypto.kernel(lambda a, b: a @ b)
     t = k.time(mats[0], mats[1], min_seconds=0.01)
