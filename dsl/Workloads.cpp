@@ -24,10 +24,13 @@ models::BertConfig bert_config(const D& d) {
   models::BertConfig c;
   c.batch = b.value;
   c.seq = s.value;
-  // BF16 = 1: bf16 weights (0, the default, reads as "symbolic" here: f32).
+  // BF16 = 1: bf16 weights; 2: mixed bf16 (bf16 weights in pairs, projection
+  // inputs rounded to bf16). 0, the default, reads as "symbolic" here: f32.
   const Dim bf16 = d("BF16");
-  if (!bf16.is_symbolic() && bf16.value != 1) throw ShapeError("bert workloads: BF16=" + bf16.str() + " must be 0 (f32 weights) or 1 (bf16)");
+  if (!bf16.is_symbolic() && bf16.value != 1 && bf16.value != 2)
+    throw ShapeError("bert workloads: BF16=" + bf16.str() + " must be 0 (f32), 1 (bf16 weights) or 2 (mixed bf16)");
   if (!bf16.is_symbolic()) c.weight_dtype = DType::BF16;
+  c.bf16_activations = !bf16.is_symbolic() && bf16.value == 2;
   return c;
 }
 struct Entry {

@@ -9,6 +9,10 @@ namespace {
 // A projection weight [in, out], stored blocked when c.weight_block divides `out` (Bert.h).
 Tensor weight(Program& p, const std::string& name, int64_t in, int64_t out, const BertConfig& c) {
   const int64_t blk = c.weight_block;
+  if (c.bf16_activations && c.weight_dtype != DType::BF16)
+    throw ShapeError("bert: mixed bf16 (bf16_activations) needs bf16 weights, got " + std::string(to_string(c.weight_dtype)));
+  if (c.bf16_activations && blk > 0 && out % blk == 0 && in % 2 == 0)
+    return p.input(name, {out / blk, in / 2, blk, 2}, c.weight_dtype);
   if (blk > 0 && out % blk == 0) return p.input(name, {out / blk, in, blk}, c.weight_dtype);
   return p.input(name, {in, out}, c.weight_dtype);
 }
@@ -22,7 +26,7 @@ Tensor dense(const Tensor& x, const Tensor& w, const Tensor& b, const std::strin
   // Blocked W[j / blk, k, j % blk]: for a column tile of blk outputs the
   // weights are one contiguous [in, blk] panel, streamed in order.
   Program p = x.program();
-  const int blk = static_cast<int>(w.shape()[2].value);
+  const int blk = static_cast<int>(w.shape()[2].value);  // [out / blk, in, blk] or [out / blk, in / 2, blk, 2]
   const Shape& sx = x.shape();
   std::vector<std::string> vars;
   std::vector<Expr> ix;
@@ -35,8 +39,17 @@ Tensor dense(const Tensor& x, const Tensor& w, const Tensor& b, const std::strin
   vars.push_back("j");
   out.push_back(Dim(w.shape()[0].value * blk));
   ix.push_back(var("k"));
-  const Expr j = var("j");
-  const Expr wjk = w(j / blk, var("k"), j % blk);
+  const Expr j = var("j"), k = var("k");
+  if (w.rank() == 4) {
+    // Mixed bf16, weights in pairs Wp[j / blk, k / 2, j % blk, k % 2]: the
+    // input rounded to bf16 once (a stage of its own), f32 products and sums.
+    const Tensor x16 = ops::cast(x, DType::BF16, name + "_x16");
+    const Tensor mm = p.define_reduce(name + "_mm", vars, out, ReduceOp::Sum, {{"k", sx.back()}},
+                                      cast(DType::F32, x16(ix)) * cast(DType::F32, w(j / blk, k / 2, j % blk, k % 2)),
+                                      OpKind::Contraction, "matmul");
+    return ops::add(mm, b, name);
+  }
+  const Expr wjk = w(j / blk, k, j % blk);
   const Tensor mm = p.define_reduce(name + "_mm", vars, out, ReduceOp::Sum, {{"k", sx.back()}},
                                     x(ix) * (w.dtype() == x.dtype() ? wjk : cast(x.dtype(), wjk)), OpKind::Contraction, "matmul");
   return ops::add(mm, b, name);

@@ -10,7 +10,8 @@
 // (`block_weight`, BlockedWeights.h, converts). That is the prepacked panel a vectorized micro-
 // kernel streams for `block` output columns, laid out once at load time as
 // ONNX Runtime and oneDNN prepack their weights, instead of a packing copy on
-// every call. weight_block = 0 keeps W [in, out].
+// every call. weight_block = 0 keeps W [in, out]. Mixed bf16 (below) blocks
+// them in pairs of input rows as well.
 #pragma once
 
 #include <string>
@@ -29,9 +30,16 @@ struct BertConfig {
   // the default schedule's 8 x 48 register tile at BERT's shapes; used where
   // it divides the layer's width.
   int64_t weight_block = 48;
-  // BF16: mixed precision with bf16 projection weights (half the bytes to
-  // stream) and f32 activations, arithmetic and accumulation.
+  // BF16: bf16 projection weights (half the bytes to stream) and f32
+  // activations, arithmetic and accumulation.
   DType weight_dtype = DType::F32;
+  // Mixed bf16 (needs bf16 weights): each projection's input is rounded to
+  // bf16 as it enters x W, and its weights are blocked in pairs of input rows,
+  // Wp[out / block, in / 2, block, 2] (`block_weight_pairs`), so that one
+  // vdpbf16ps multiplies two bf16 pairs per f32 lane; products and sums stay
+  // f32, and everything outside the projections (attention scores, softmax,
+  // GELU, LayerNorm) stays f32.
+  bool bf16_activations = false;
 };
 
 // attn = MultiHeadSelfAttention(X, mask) projected by Wo: inputs X, mask, Wq, bq, Wk, bk, Wv, bv, Wo, bo.

@@ -4,7 +4,9 @@
 // vector lane (the dot_pairs directive). On avx512_bf16 Halide emits one
 // vdpbf16ps per pair: two bf16 products summed into each f32 lane, where the
 // converting path widens both operands and issues two FMAs. The layout is the
-// program's choice; the default only follows it.
+// program's choice; the default only follows it. A bf16 operand the stage
+// computes inline (activations rounded to bf16, BERT's mixed precision) is
+// materialized once instead.
 //
 // ResNet-50 bf16 convolutions (bench_resnet50 --bf16): 0.25x oneDNN bf16 on
 // the median layer with the converting path; with pairs, 3x3 layers run at
@@ -36,6 +38,16 @@ void dot_pairs(const Program& p, const Target& t, Schedule& s) {
     if (tile)
       for (int64_t& f : *tile) f /= 2;
     ss->dot_pairs = *k;
+    // A bf16 operand computed inline (a rounding cast of f32 activations)
+    // would be converted again in every reduction step: materialize it once.
+    for (const std::string& r : st.reads()) {
+      const Stage* in = p.find_stage(r);
+      const StageSchedule* rs = s.find(r);
+      if (!in || in->reduce || in->dtype != DType::BF16 || !rs || rs->compute.kind != Placement::Kind::Inline) continue;
+      StageSchedule& ms = s[r];
+      ms = StageSchedule{};
+      ms.loops = parallel_vectorized(*in, t);
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "backends/Jit.h"
@@ -20,6 +21,22 @@ inline HostTensor random_tensor(std::vector<int64_t> shape, std::mt19937& rng, d
   return t;
 }
 
+// f32 -> bf16 bits, rounded to nearest even (inf and NaN kept).
+inline uint16_t to_bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u) u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// `v` rounded to the nearest bf16 value.
+inline double round_bf16(double v) {
+  const uint32_t u = static_cast<uint32_t>(to_bf16_bits(static_cast<float>(v))) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 // Random inputs U(-1, 1) for every input of `p` (static shapes).
 inline std::map<std::string, HostTensor> random_inputs(const Program& p, std::mt19937& rng) {
   std::map<std::string, HostTensor> in;
@@ -31,16 +48,24 @@ inline std::map<std::string, HostTensor> random_inputs(const Program& p, std::mt
   return in;
 }
 
-// Runs `k` on f32 copies of `inputs` (all inputs f32); returns outputs as HostTensors.
+// Runs `k` on f32 copies of `inputs` (bf16 copies for its bf16 inputs; f32
+// outputs); returns outputs as HostTensors.
 inline std::vector<HostTensor> run_f32(const Kernel& k, const std::map<std::string, HostTensor>& inputs) {
   const Program& p = k.program();
   std::vector<std::vector<float>> in_store;
+  std::vector<std::vector<uint16_t>> bf16_store;  // bf16 inputs: values rounded to nearest even
   std::vector<BufferRef> ins;
   std::vector<std::vector<int64_t>> shapes;
   for (const auto& in : p.inputs()) {
     const HostTensor& h = inputs.at(in.name);
-    in_store.emplace_back(h.data.begin(), h.data.end());
-    ins.push_back({in_store.back().data(), DType::F32, h.shape, {}});
+    if (in.dtype == DType::BF16) {
+      auto& b = bf16_store.emplace_back();
+      for (const double v : h.data) b.push_back(to_bf16_bits(static_cast<float>(v)));
+      ins.push_back({b.data(), DType::BF16, h.shape, {}});
+    } else {
+      in_store.emplace_back(h.data.begin(), h.data.end());
+      ins.push_back({in_store.back().data(), DType::F32, h.shape, {}});
+    }
     shapes.push_back(h.shape);
   }
   const auto out_shapes = k.output_shapes(shapes);

@@ -17,16 +17,7 @@
 
 namespace pto::test {
 
-// ---- dtype conversion (independent of Halide) ------------------------------
-inline double round_bf16(double v) {
-  float f = static_cast<float>(v);
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) != 0x7f800000u) u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-  u &= 0xffff0000u;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+// ---- dtype conversion (independent of Halide; round_bf16 in Helpers.h) ------
 inline double round_to(DType t, double v) {
   switch (t) {
     case DType::F64: return v;

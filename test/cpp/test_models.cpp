@@ -58,6 +58,61 @@ TEST_CASE("BERT encoder layer matches a float64 reference", "[models][bert]") {
   }
 }
 
+TEST_CASE("BERT encoder layer in mixed bf16 matches a float64 reference", "[models][bert][bf16]") {
+  // bf16 weights blocked in pairs [out / 16, in / 2, 16, 2], projection inputs
+  // rounded to bf16, f32 products and sums (dot_pairs where the target has
+  // avx512_bf16). The reference gets the same bf16 weights but exact
+  // activations: each projection's input is off by up to 2^-9 relative, so
+  // through the layer's 4 chained projections the output stays within 1e-2
+  // of its scale (bench_bert measures 2e-3 at BERT-base size); a layout or
+  // pairing error gives O(1).
+  models::BertConfig c;
+  c.batch = 2;
+  c.seq = 7;
+  c.hidden = 32;
+  c.heads = 4;
+  c.ffn = 48;
+  c.weight_block = 16;
+  c.weight_dtype = DType::BF16;
+  c.bf16_activations = true;
+  const Program p = models::bert_layer(c);
+  std::mt19937 rng(13);
+  std::map<std::string, HostTensor> in;
+  bert_ref::Weights w;
+  for (const auto& t : p.inputs()) {
+    std::vector<int64_t> shape;
+    for (const Dim& d : t.shape) shape.push_back(d.value);
+    in[t.name] = random_tensor(shape, rng, -0.3, 0.3);
+    if (t.name.find("gamma") != std::string::npos) in[t.name] = random_tensor(shape, rng, 0.5, 1.5);
+    w[t.name] = in[t.name].data;
+    if (t.dtype == DType::BF16) {
+      REQUIRE(shape.size() == 4);  // pairs [out / 16, in / 2, 16, 2]
+      const int64_t fan_in = shape[1] * 2, fan_out = shape[0] * shape[2];
+      std::vector<float> plain;
+      for (double& v : w[t.name]) plain.push_back(static_cast<float>(v = round_bf16(v)));
+      const std::vector<float> laid = models::block_weight_pairs(plain.data(), fan_in, fan_out, shape[2]);
+      in[t.name].data.assign(laid.begin(), laid.end());
+      // W[k = 3, j = 17] sits at [17 / 16, 3 / 2, 17 % 16, 3 % 2].
+      CHECK(laid[static_cast<size_t>(((1 * shape[1] + 1) * 16 + 1) * 2 + 1)] == plain[static_cast<size_t>(3 * fan_out + 17)]);
+    }
+  }
+  for (auto& m : in["mask"].data) m = 0;
+  in["mask"].data[static_cast<size_t>(2 * c.seq - 1)] = -1e4;
+  w["mask"] = in["mask"].data;
+  const bert_ref::Vec want = bert_ref::layer(in["X"].data, in["mask"].data, w, c);
+  const Target t = parse_target("host");
+  const Schedule s = default_schedule(p, t);
+  bool paired = false;
+  for (const auto& [name, ss] : s.stages) paired |= !ss.dot_pairs.empty();
+  CHECK(paired == t.avx512_bf16);
+  for (const Schedule& sc : {plain_schedule(p), s}) {
+    const HostTensor got = run_f32(Kernel(p, sc, t), in)[0];
+    double scale = 0;
+    for (double v : want) scale = std::max(scale, std::fabs(v));
+    CHECK(tolerance_ratio(got, HostTensor{got.shape, want}, 0, 1e-2 * scale) <= 1.0);
+  }
+}
+
 TEST_CASE("block_weight rejects a block that does not divide the width", "[models][bert]") {
   const std::vector<float> w(6, 1.0f);
   CHECK_THROWS_AS(models::block_weight(w.data(), 2, 3, 2), ShapeError);
