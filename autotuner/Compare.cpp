@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "autotuner/TrialBuffers.h"
 #include "autotuner/Worker.h"
 #include "backends/Jit.h"
 #include "backends/Lower.h"
@@ -48,15 +49,6 @@ void load_plugin(const std::string& name) {
   loaded.insert(name);
 }
 
-std::vector<int64_t> dims_of(const Shape& s) {
-  std::vector<int64_t> r;
-  for (const Dim& d : s) {
-    if (d.is_symbolic()) throw ShapeError("comparison needs static sizes; '" + d.sym + "' is symbolic");
-    r.push_back(d.value);
-  }
-  return r;
-}
-
 double max_rel_error(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& ref) {
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -86,23 +78,25 @@ std::vector<std::string> halide_autoscheduler_names() {
 std::vector<CompareRow> compare(const Program& p, const Target& t,
                                 const std::vector<std::pair<std::string, Schedule>>& schedules,
                                 const CompareOptions& o) {
-  auto inputs = make_inputs(p, std::stoull(program_fingerprint(p), nullptr, 16));
+  auto inputs = input_buffers(p, std::stoull(program_fingerprint(p), nullptr, 16));
   std::vector<BufferRef> ins;
-  for (size_t i = 0; i < inputs.size(); ++i) ins.push_back({inputs[i].data(), DType::F32, dims_of(p.inputs()[i].shape), {}});
-  auto fresh_outputs = [&] {
-    std::vector<std::vector<float>> outs;
-    for (const auto& n : p.outputs()) outs.emplace_back(static_cast<size_t>(static_numel(p.stage(n).shape)), std::nanf(""));
-    return outs;
-  };
-  auto refs_of = [&](std::vector<std::vector<float>>& outs) {
+  for (HostBuffer& b : inputs) ins.push_back(b.ref());
+  auto refs_of = [&](std::vector<HostBuffer>& outs) {
     std::vector<BufferRef> r;
-    for (size_t i = 0; i < outs.size(); ++i) r.push_back({outs[i].data(), DType::F32, dims_of(p.stage(p.outputs()[i]).shape), {}});
+    for (HostBuffer& b : outs) r.push_back(b.ref());
     return r;
   };
-  auto reference = fresh_outputs();
+  auto as_f32 = [](const std::vector<HostBuffer>& outs) {
+    std::vector<std::vector<float>> r;
+    for (const HostBuffer& b : outs) r.push_back(b.to_f32());
+    return r;
+  };
+  std::vector<std::vector<float>> reference;
   {
+    auto outs = output_buffers(p);
     const Kernel k(p, reference_schedule(p), t);
-    k.run(ins, refs_of(reference));
+    k.run(ins, refs_of(outs));
+    reference = as_f32(outs);
   }
   const double flops = program_flops(p);
   // `first_s`: how long the checked first run took. A very slow implementation
@@ -112,9 +106,9 @@ std::vector<CompareRow> compare(const Program& p, const Target& t,
   std::vector<std::function<void()>> runs;
   std::vector<double> first_runs;
   std::vector<CompareRow> rows;
-  auto finish_row = [&](CompareRow& row, const std::vector<std::vector<float>>& got, std::function<void()> run,
+  auto finish_row = [&](CompareRow& row, const std::vector<HostBuffer>& got, std::function<void()> run,
                         double first_s) {
-    row.max_rel_error = max_rel_error(got, reference);
+    row.max_rel_error = max_rel_error(as_f32(got), reference);
     if (!(row.max_rel_error <= o.tolerance)) {
       row.error = "wrong result: relative error " + std::to_string(row.max_rel_error);
       return;
@@ -131,7 +125,7 @@ std::vector<CompareRow> compare(const Program& p, const Target& t,
     row.impl = name;
     try {
       const auto k = std::make_shared<const Kernel>(p, s, t);
-      auto outs = std::make_shared<std::vector<std::vector<float>>>(fresh_outputs());
+      auto outs = std::make_shared<std::vector<HostBuffer>>(output_buffers(p));
       const auto out_refs = refs_of(*outs);
       const auto t0 = std::chrono::steady_clock::now();
       k->run(ins, out_refs);
@@ -149,13 +143,13 @@ std::vector<CompareRow> compare(const Program& p, const Target& t,
       // Kept alive for the timing rounds: the pipeline, its output storage and buffers.
       struct Compiled {
         LoweredPipeline lp;
-        std::vector<std::vector<float>> outs;
+        std::vector<HostBuffer> outs;
         std::vector<Halide::Buffer<>> out_bufs;
         std::optional<Halide::Realization> real;
       };
       const auto c = std::make_shared<Compiled>();
       c->lp = lower(p, Schedule{}, t, {true});
-      c->outs = fresh_outputs();
+      c->outs = output_buffers(p);
       LoweredPipeline& lp = c->lp;
       auto& outs = c->outs;
       auto& out_bufs = c->out_bufs;
@@ -167,11 +161,10 @@ std::vector<CompareRow> compare(const Program& p, const Target& t,
         const Halide::AutoschedulerParams params{name, {{"parallelism", std::to_string(std::max(1, t.cores))}}};
         lp.pipeline.apply_autoscheduler(lp.target, params);
         for (size_t i = 0; i < inputs.size(); ++i) {
-          Halide::Buffer<float> b(inputs[i].data(), halide_dims(ins[i].shape));
+          Halide::Buffer<> b(halide_type(inputs[i].dtype), inputs[i].data(), halide_dims(inputs[i].shape));
           lp.inputs[i].set(b);
         }
-        for (size_t i = 0; i < outs.size(); ++i)
-          out_bufs.push_back(Halide::Buffer<float>(outs[i].data(), halide_dims(dims_of(p.stage(p.outputs()[i]).shape))));
+        for (HostBuffer& o : outs) out_bufs.push_back(Halide::Buffer<>(halide_type(o.dtype), o.data(), halide_dims(o.shape)));
         lp.pipeline.compile_jit(lp.target);
         return 0;
       });

@@ -1,11 +1,14 @@
 #include "autotuner/Tuner.h"
 
+#include "autotuner/TrialBuffers.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
 
 #include "autotuner/Strategy.h"
+#include "autotuner/TrialBuffers.h"
 #include "dsl/Error.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
@@ -57,7 +60,8 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
   report(nullptr);
 
   MeasureOptions mo = o.measure;
-  mo.tolerance = std::max(mo.tolerance, o.max_rel_error);
+  // bf16 / f16 stages of the program round where the f64 reference does not.
+  mo.tolerance = std::max({mo.tolerance, o.max_rel_error, rounding_tolerance(p)});
   Measurer measurer(p, t, mo);
 
   // Candidates carry the genome they came from (none for the default schedule).

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "autotuner/TrialBuffers.h"
 #include "backends/Jit.h"
 #include "backends/Timing.h"
 #include "dsl/Error.h"
@@ -45,16 +46,6 @@ void result(const json& r) { say("result " + r.dump()); }
 
 [[noreturn]] void sleep_forever() {
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-}
-
-std::vector<int64_t> static_shape(const Shape& s, const std::string& what) {
-  std::vector<int64_t> r;
-  for (const Dim& d : s) {
-    if (d.is_symbolic())
-      throw ShapeError("tuning needs static sizes: " + what + " has symbolic size '" + d.sym + "'; give it a value with --set");
-    r.push_back(d.value);
-  }
-  return r;
 }
 
 }  // namespace
@@ -89,15 +80,12 @@ std::string injected_fault(int trial) {
 }
 
 std::vector<std::vector<float>> make_inputs(const Program& p, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   std::vector<std::vector<float>> r;
-  for (const auto& in : p.inputs()) {
-    if (in.dtype != DType::F32)
-      throw DTypeError("tuning supports f32 inputs only; input '" + in.name + "' is " + std::string(to_string(in.dtype)));
-    std::vector<float> v(static_cast<size_t>(static_numel(in.shape)));
-    for (auto& x : v) x = d(rng);
-    r.push_back(std::move(v));
+  for (HostBuffer& b : input_buffers(p, seed)) {
+    if (b.dtype != DType::F32)
+      throw DTypeError("make_inputs gives f32 inputs only; this one is " + std::string(to_string(b.dtype)) +
+                       " (input_buffers gives every type)");
+    r.push_back(std::move(b.f32));
   }
   return r;
 }
@@ -138,19 +126,12 @@ int worker_main(const std::string& dir, const std::string& schedule_path, int tr
     std::string go;
     if (!std::getline(std::cin, go) || go != "go") return 0;  // the parent went away or said stop
 
-    auto inputs = make_inputs(p, cfg.at("input_seed").get<uint64_t>());
+    auto inputs = input_buffers(p, cfg.at("input_seed").get<uint64_t>());
     std::vector<BufferRef> ins;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      ins.push_back({inputs[i].data(), DType::F32, static_shape(p.inputs()[i].shape, "input '" + p.inputs()[i].name + "'"), {}});
-    std::vector<std::vector<float>> outs;
+    for (HostBuffer& b : inputs) ins.push_back(b.ref());
+    auto out_bufs = output_buffers(p);
     std::vector<BufferRef> out_refs;
-    for (const auto& o : p.outputs()) {
-      const Stage& st = p.stage(o);
-      if (st.dtype != DType::F32)
-        throw DTypeError("tuning supports f32 outputs only; output '" + o + "' is " + std::string(to_string(st.dtype)));
-      outs.emplace_back(static_cast<size_t>(static_numel(st.shape)), std::nanf(""));
-      out_refs.push_back({outs.back().data(), DType::F32, static_shape(st.shape, "output '" + o + "'"), {}});
-    }
+    for (HostBuffer& b : out_bufs) out_refs.push_back(b.ref());
     if (fault == "segv") std::raise(SIGSEGV);
     if (fault == "hang") sleep_forever();
     try {
@@ -161,6 +142,9 @@ int worker_main(const std::string& dir, const std::string& schedule_path, int tr
       result(r);
       return 0;
     }
+    // Results as f32 (bf16 / f16 outputs widened exactly) for the check.
+    std::vector<std::vector<float>> outs;
+    for (const HostBuffer& b : out_bufs) outs.push_back(b.to_f32());
     if (fault == "wrong") outs[0][outs[0].size() / 2] += 1000.0f;
 
     if (reference) {

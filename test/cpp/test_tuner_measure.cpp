@@ -17,10 +17,12 @@
 #include <thread>
 
 #include "autotuner/Measurer.h"
+#include "autotuner/TrialBuffers.h"
 #include "autotuner/Tuner.h"
 #include "autotuner/TuningDB.h"
 #include "autotuner/WorkDir.h"
 #include "dsl/Workloads.h"
+#include "dsl/ops/Ops.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/defaults/Defaults.h"
 
@@ -363,4 +365,33 @@ TEST_CASE("pto tune: exit codes and messages", "[tuner][cli]") {
   std::tie(rc, out) = shell("PTO_TUNER_FAULT=segv@0,segv@1,segv@2 " + base + " --trials 3");
   CHECK(rc == 3);
   CHECK_THAT(out, Contains("no valid candidate"));
+}
+
+TEST_CASE("measurer: bf16 programs run on bf16 buffers and are checked within their own rounding", "[tuner][measure][bf16]") {
+  // A bf16 matmul with a bf16 output: inputs are drawn in bf16, the output is
+  // widened for the check; the program's own rounding of C to bf16 (2^-8
+  // relative) is within rounding_tolerance, an indexing bug is not.
+  const Target t = parse_target("host");
+  Program p("mm_bf16");
+  const Tensor a = p.input("A", {12, 40}, DType::BF16), b = p.input("B", {40, 24}, DType::BF16);
+  p.output(ops::matmul(a, b, "C"));
+  CHECK(rounding_tolerance(p) == 1e-2);
+  CHECK(rounding_tolerance(small_matmul()) == 1e-4);
+  const auto in = input_buffers(p, 7);
+  REQUIRE(in.size() == 2);
+  CHECK(in[0].dtype == DType::BF16);
+  CHECK(in[0].bits.size() == 12 * 40);
+  const std::vector<float> a32 = in[0].to_f32();
+  CHECK(std::all_of(a32.begin(), a32.end(), [](float v) { return v >= -1 && v <= 1; }));
+  MeasureOptions mo = quick();
+  mo.tolerance = rounding_tolerance(p);
+  Measurer m(p, t, mo);
+  const EnvVar fault("PTO_TUNER_FAULT", "wrong@2");
+  std::map<int, Measurement> got;
+  m.measure({{1, default_schedule(p, t)}, {2, default_schedule(p, t)}},
+            [&](const Candidate& c, const Measurement& r) { got[c.trial] = r; });
+  REQUIRE(got.size() == 2);
+  CHECK(got[1].status == TrialStatus::Ok);
+  CHECK(got[1].max_rel_error <= mo.tolerance);
+  CHECK(got[2].status == TrialStatus::WrongResult);
 }

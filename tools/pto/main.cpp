@@ -24,6 +24,7 @@
 #include <random>
 
 #include "autotuner/Compare.h"
+#include "autotuner/TrialBuffers.h"
 #include "autotuner/Tuner.h"
 #include "autotuner/TuningDB.h"
 #include "autotuner/Worker.h"
@@ -200,7 +201,7 @@ int cmd_tune(TuneArgs& a) {
   if (!a.compare) return 0;
   tuner::CompareOptions co;
   co.autoschedulers = tuner::halide_autoscheduler_names();
-  co.tolerance = std::max(co.tolerance, a.o.max_rel_error);
+  co.tolerance = std::max({co.tolerance, a.o.max_rel_error, tuner::rounding_tolerance(p)});
   std::fprintf(stderr, "pto tune: timing default, Halide autoschedulers and the best tuned schedule side by side ...\n");
   auto rows = tuner::compare(p, t, {{"pto-default", default_schedule(p, t)}, {"pto-tuned", best}}, co);
   // Table order: default, Halide's autoschedulers, tuned.

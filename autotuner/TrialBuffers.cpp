@@ -1,0 +1,99 @@
+#include "autotuner/TrialBuffers.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "dsl/Error.h"
+
+namespace pto::tuner {
+namespace {
+
+uint16_t bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u) u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(u >> 16);
+}
+
+float from_bf16(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t f16_bits(float f) {
+  const _Float16 h = static_cast<_Float16>(f);
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+
+float from_f16(uint16_t b) {
+  _Float16 h;
+  std::memcpy(&h, &b, 2);
+  return static_cast<float>(h);
+}
+
+HostBuffer storage(DType t, const Shape& shape, const std::string& what) {
+  if (t != DType::F32 && t != DType::BF16 && t != DType::F16)
+    throw DTypeError("tuning supports f32, bf16 and f16 " + what + "; it is " + std::string(to_string(t)));
+  HostBuffer b;
+  b.dtype = t;
+  for (const Dim& d : shape) {
+    if (d.is_symbolic())
+      throw ShapeError("tuning needs static sizes: " + what + " has symbolic size '" + d.sym + "'; give it a value with --set");
+    b.shape.push_back(d.value);
+  }
+  return b;
+}
+
+}  // namespace
+
+std::vector<float> HostBuffer::to_f32() const {
+  if (dtype == DType::F32) return f32;
+  std::vector<float> r;
+  r.reserve(bits.size());
+  for (const uint16_t v : bits) r.push_back(dtype == DType::BF16 ? from_bf16(v) : from_f16(v));
+  return r;
+}
+
+std::vector<HostBuffer> input_buffers(const Program& p, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<HostBuffer> r;
+  for (const auto& in : p.inputs()) {
+    HostBuffer b = storage(in.dtype, in.shape, "input '" + in.name + "'");
+    const auto n = static_cast<size_t>(static_numel(in.shape));
+    for (size_t i = 0; i < n; ++i) {
+      const float v = d(rng);
+      if (b.dtype == DType::F32) b.f32.push_back(v);
+      else b.bits.push_back(b.dtype == DType::BF16 ? bf16_bits(v) : f16_bits(v));
+    }
+    r.push_back(std::move(b));
+  }
+  return r;
+}
+
+std::vector<HostBuffer> output_buffers(const Program& p) {
+  std::vector<HostBuffer> r;
+  for (const auto& o : p.outputs()) {
+    const Stage& st = p.stage(o);
+    HostBuffer b = storage(st.dtype, st.shape, "output '" + o + "'");
+    const auto n = static_cast<size_t>(static_numel(st.shape));
+    if (b.dtype == DType::F32) b.f32.assign(n, std::nanf(""));
+    else b.bits.assign(n, b.dtype == DType::BF16 ? bf16_bits(std::nanf("")) : f16_bits(std::nanf("")));
+    r.push_back(std::move(b));
+  }
+  return r;
+}
+
+double rounding_tolerance(const Program& p) {
+  for (const Stage& st : p.stages())
+    if (st.dtype == DType::BF16 || st.dtype == DType::F16) return 1e-2;
+  return 1e-4;
+}
+
+}  // namespace pto::tuner

@@ -1,0 +1,39 @@
+// Host buffers of a program's inputs and outputs in their own element types
+// (f32, bf16, f16): the seeded random inputs and the output storage that the
+// tuner's workers and side-by-side comparisons run kernels on, with f32 views
+// for checking results against the reference.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/Jit.h"
+#include "dsl/Program.h"
+
+namespace pto::tuner {
+
+struct HostBuffer {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<float> f32;      // dtype F32
+  std::vector<uint16_t> bits;  // dtype BF16 or F16: the raw 16-bit values
+
+  void* data() { return dtype == DType::F32 ? static_cast<void*>(f32.data()) : static_cast<void*>(bits.data()); }
+  BufferRef ref() { return {data(), dtype, shape, {}}; }
+  std::vector<float> to_f32() const;
+};
+
+// Uniform in [-1, 1), seeded, rounded to each input's type; Program::inputs() order.
+// Throws DTypeError for types other than f32, bf16 and f16, and ShapeError for symbolic sizes.
+std::vector<HostBuffer> input_buffers(const Program& p, uint64_t seed);
+// NaN-filled storage for each output; Program::outputs() order.
+std::vector<HostBuffer> output_buffers(const Program& p);
+
+// The smallest error bound a correct schedule of `p` can meet against the
+// f64 reference (relative to the output's largest magnitude): 1e-4 for f32
+// stages (see MeasureOptions::tolerance), 1e-2 where the program's own stages
+// round to bf16 or f16 (a 2^-8 relative rounding each, which the reference,
+// computed in f64 throughout, does not make).
+double rounding_tolerance(const Program& p);
+
+}  // namespace pto::tuner
