@@ -52,8 +52,10 @@ void result(const json& r) { say("result " + r.dump()); }
 
 Schedule reference_schedule(const Program& p) {
   // Every stage at root (the plain schedule), f64 compute, accumulation and
-  // intermediate storage; outputs keep their f32 interface type, so the
-  // reference is the f64 result rounded once.
+  // intermediate storage; outputs keep their interface type, so the
+  // reference is the f64 result rounded once. Stages the program itself
+  // declares bf16 or f16 (activations rounded for a bf16 matmul) keep that
+  // storage: their rounding is part of what the program computes.
   Schedule s;
   const auto outs = p.outputs();
   for (const Stage& st : p.stages()) {
@@ -61,7 +63,8 @@ Schedule reference_schedule(const Program& p) {
     StageSchedule& ss = s[st.name];
     if (is_float(st.value.type())) ss.precision.compute = DType::F64;
     if (st.reduce) ss.precision.accumulate = DType::F64;
-    if (std::find(outs.begin(), outs.end(), st.name) == outs.end()) ss.precision.storage = DType::F64;
+    const bool narrow = st.dtype == DType::BF16 || st.dtype == DType::F16;
+    if (std::find(outs.begin(), outs.end(), st.name) == outs.end() && !narrow) ss.precision.storage = DType::F64;
   }
   return s;
 }
