@@ -5,7 +5,8 @@
 #   2. generate a static library of the layer with the best schedules and run
 #      it from a plain C++ program (apps/bert/run_bert_layer.cpp),
 #   3. run the layer and its parts, checked against float64, next to an
-#      OpenBLAS baseline and ONNX Runtime, with the report's before/after table.
+#      OpenBLAS baseline and ONNX Runtime (and PTO in mixed bf16), with the
+#      report's before/after table.
 # PTO_DEMO_TRIALS (default 10) sets the trial budget of each part; the whole
 # layer (large, slow to compile) gets PTO_DEMO_LAYER_TRIALS (default 4). Each
 # workload also stops starting trials after PTO_DEMO_SECONDS (default 60).
@@ -39,4 +40,4 @@ cmake --build "$build" --target run_bert_layer
 
 echo
 echo "== 3. run, check and compare (PTO default vs tuned vs OpenBLAS baseline vs ONNX Runtime) =="
-"$build/bin/bench_bert" --seq 128 --db "$db" --min-time 0.2
+"$build/bin/bench_bert" --seq 128 --db "$db" --bf16 --min-time 0.2
