@@ -79,7 +79,10 @@ void fill(RawBuffer& rb, const BufferRef& ref) {
   int64_t stride = 1;
   for (int k = 0; k < r; ++k) {  // Halide dim k = row-major axis r-1-k
     const size_t axis = static_cast<size_t>(r - 1 - k);
-    const int64_t s = ref.strides.empty() ? stride : ref.strides[axis];
+    // A dim of extent 1 is never stepped: its stride is the dense one whatever the
+    // caller gave (numpy reports arbitrary strides there), so dense-layout
+    // constraints (dot_pairs inputs) hold.
+    const int64_t s = ref.strides.empty() || ref.shape[axis] == 1 ? stride : ref.strides[axis];
     rb.dims[static_cast<size_t>(k)] = halide_dimension_t(0, static_cast<int32_t>(ref.shape[axis]), static_cast<int32_t>(s));
     stride *= ref.shape[axis];
   }
@@ -188,6 +191,20 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
       if (e > INT32_MAX) throw ShapeError("buffer for '" + name + "' has an extent over 2^31");
   };
   for (size_t i = 0; i < inputs.size(); ++i) check(inputs[i], p.inputs()[i].name, p.inputs()[i].dtype, nullptr);
+  // Inputs a dot_pairs stage reads in adjacent pairs must be dense row-major.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const BufferRef& b = inputs[i];
+    const auto need = impl_->lowered.dense_inputs.find(p.inputs()[i].name);
+    if (need == impl_->lowered.dense_inputs.end() || b.strides.empty()) continue;
+    int64_t dense = 1;
+    for (size_t k = b.shape.size(); k-- > 0;) {
+      if (b.shape[k] > 1 && b.strides[k] != dense)
+        throw ShapeError("buffer for '" + p.inputs()[i].name + "' must be dense row-major (stage '" + need->second +
+                         "' reads it in adjacent pairs: dot_pairs), got strides " + shape_str(b.strides) +
+                         " for shape " + shape_str(b.shape) + "; pass a contiguous copy");
+      dense *= b.shape[k];
+    }
+  }
   for (size_t i = 0; i < outputs.size(); ++i)
     check(outputs[i], out_names[i], p.stage(out_names[i]).dtype, &out_shapes[i]);
 

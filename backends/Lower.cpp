@@ -203,9 +203,11 @@ class Lowering {
       for (const Stage& st : p_.stages())
         if (const StageSchedule* ss = s_.find(st.name); ss && !ss->dot_pairs.empty())
           for (const std::string& r : st.reads())
-            if (auto in = inputs_.find(r); in != inputs_.end())
+            if (auto in = inputs_.find(r); in != inputs_.end()) {
+              out.dense_inputs.emplace(r, st.name);
               for (int k = 1; k < in->second.dimensions(); ++k)
                 in->second.dim(k).set_stride(in->second.dim(k - 1).stride() * in->second.dim(k - 1).extent());
+            }
     out.outputs = p_.outputs();
     for (const std::string& o : out.outputs) {
       const Halide::Func f = funcs_.at(o);
