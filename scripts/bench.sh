@@ -21,7 +21,7 @@ sched=()
 db="${PTO_TUNING_DB:-.pto/tuning.db}"
 [ -f "$db" ] && sched=(--db "$db")
 "$build/bin/bench_bert" "${bert_args[@]}" "${sched[@]}" --bf16 --json "$out/bert.json"
-"$py" apps/plot_bench.py "$out/bert.json" "$out/bert.png" --title "BERT-base encoder layer (fp32 and bf16 weights, batch 1)"
+"$py" apps/plot_bench.py "$out/bert.json" "$out/bert.png" --title "BERT-base encoder layer (fp32, bf16 weights, mixed bf16; batch 1)"
 if [ -z "${PTO_BENCH_QUICK:-}" ]; then
   "$build/bin/bench_bert" --batch 8 --seq 128 --json "$out/bert_b8.json"
   "$py" apps/plot_bench.py "$out/bert_b8.json" "$out/bert_b8.png" --title "BERT-base encoder layer (fp32, batch 8)"
