@@ -56,17 +56,23 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
 // hundred products would lose the small terms, and CPUs without native
 // half-precision arithmetic emulate it (Halide warns) at several times the
 // cost. Accumulator tiles computed at a consumer stay f32 too (they live in
-// registers); stored stages keep their narrow type, which halves their traffic,
-// and copies (data movement) move it unconverted.
+// registers), and so do the values of inlined stages (a conv's bias add),
+// which then round once, where a stored stage or the output takes its narrow
+// type, instead of at every step of the epilogue: each emulated f32 -> bf16
+// rounding is 5 integer ops per vector, and three of them in the epilogue made
+// ResNet-50's 1x1 layers with 64 channels (32 pair steps per tile) 0.80x
+// oneDNN bf16 instead of 0.95x. Stored stages keep their narrow type, which
+// halves their traffic, and copies (data movement) move it unconverted.
 void wide_arithmetic(const Program& p, Schedule& s) {
   for (const Stage& st : p.stages()) {
     if (st.dtype != DType::BF16 && st.dtype != DType::F16) continue;
-    if (!s.find(st.name) || s.find(st.name)->compute.kind == Placement::Kind::Inline) continue;
+    if (!s.find(st.name) || st.kind == OpKind::DataMovement) continue;
     StageSchedule& ss = s[st.name];
-    // Data movement (a padded copy) computes nothing: it stays in its type, no conversions.
-    if (!ss.precision.compute && st.kind != OpKind::DataMovement) ss.precision.compute = DType::F32;
+    const bool inlined = ss.compute.kind == Placement::Kind::Inline;
+    if (!ss.precision.compute) ss.precision.compute = DType::F32;
     if (st.reduce && !ss.precision.accumulate) ss.precision.accumulate = DType::F32;
-    if (st.reduce && ss.compute.kind == Placement::Kind::At && !ss.precision.storage) ss.precision.storage = DType::F32;
+    if ((inlined || (st.reduce && ss.compute.kind == Placement::Kind::At)) && !ss.precision.storage)
+      ss.precision.storage = DType::F32;
   }
 }
 
