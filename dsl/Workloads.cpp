@@ -132,7 +132,7 @@ const std::vector<Entry>& entries() {
        [](const auto& d) { return models::bert_layer(bert_config(d)); }},
       {{"resnet50_conv",
         "one ResNet-50 conv layer + bias + ReLU, weights blocked by 32 channels (layer = index 0..22, see pto show; "
-        "BF16=1: bf16 with weights in channel pairs where the channels are even)",
+        "BF16=1: bf16 with weights in channel pairs, the stem's 3 channels padded to 4)",
         {{"layer", 2}, {"N", 1}, {"BF16", 0}}},
        [](const auto& d) {
          const auto& layers = models::resnet50_conv_layers();
@@ -143,7 +143,7 @@ const std::vector<Entry>& entries() {
            throw ShapeError("resnet50_conv: layer must be 0.." + std::to_string(layers.size() - 1));
          const auto& layer = layers[static_cast<size_t>(li)];
          const bool bf16 = d("BF16").value == 1;
-         return models::resnet_conv(layer, d("N").value, bf16 ? DType::BF16 : DType::F32, 32, bf16 && layer.cin % 2 == 0);
+         return models::resnet_conv(layer, d("N").value, bf16 ? DType::BF16 : DType::F32, 32, bf16);
        }},
       {{"batched_matmul", "C[b] = A[b] @ B[b], A: [Bt, M, K], B: [Bt, K, N] (matmul with a batch dim)",
         {{"Bt", 8}, {"M", 256}, {"N", 256}, {"K", 256}}},

@@ -38,11 +38,11 @@ Program resnet_conv(const ConvLayer& l, int64_t batch, DType dtype, int64_t weig
     throw ShapeError("resnet_conv " + l.name + ": weight_block " + std::to_string(weight_block) +
                      " must be 0 (HWIO) or divide the " + std::to_string(l.cout) + " output channels");
   Program p("resnet_" + l.name);
-  const Tensor x = p.input("X", {batch, l.hw, l.hw, l.cin}, dtype);
-  if (weight_pairs && (!weight_block || l.cin % 2))
-    throw ShapeError("resnet_conv " + l.name + ": weight pairs need a weight_block and an even number of input channels, got " +
-                     std::to_string(l.cin));
-  const Tensor w = weight_pairs ? p.input("W", {l.cout / weight_block, l.kernel, l.kernel, l.cin / 2, weight_block, 2}, dtype)
+  if (weight_pairs && !weight_block)
+    throw ShapeError("resnet_conv " + l.name + ": weight pairs need a weight_block (blocked pairs [O/B, KH, KW, C/2, B, 2])");
+  const int64_t cin = paired_channels(l, weight_pairs);
+  const Tensor x = p.input("X", {batch, l.hw, l.hw, cin}, dtype);
+  const Tensor w = weight_pairs ? p.input("W", {l.cout / weight_block, l.kernel, l.kernel, cin / 2, weight_block, 2}, dtype)
                    : weight_block ? p.input("W", {l.cout / weight_block, l.kernel, l.kernel, l.cin, weight_block}, dtype)
                                   : p.input("W", {l.kernel, l.kernel, l.cin, l.cout}, dtype);
   const Tensor b = p.input("b", {l.cout}, dtype);

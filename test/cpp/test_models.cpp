@@ -170,6 +170,17 @@ TEST_CASE("ResNet-50 convolution shapes (scaled down) match a float64 loop", "[m
         // practice (~7e-5 absolute at worst here): 1e-4 relative + absolute.
         CHECK(tolerance_ratio(got, want, 1e-4, 1e-4) <= 1.0);
       }
+      if (!bl || bl % 2) continue;
+      // Blocked channel pairs [O/B, KH, KW, C/2, B, 2], an odd C padded with a
+      // zero channel in X and W (the bf16 layout; here in f32, same answer).
+      const int64_t cp = models::paired_channels(l, true);
+      const Program pp = models::resnet_conv(l, 2, DType::F32, bl, true);
+      const HostTensor xp{{2, l.hw, l.hw, cp}, models::pad_channels(x.data, l.cin, cp)};
+      const HostTensor wp{{l.cout / bl, l.kernel, l.kernel, cp / 2, bl, 2}, models::block_conv_weight_pairs(w.data, l, bl)};
+      for (const Schedule& s : {plain_schedule(pp), default_schedule(pp, t)}) {
+        const HostTensor got = run_f32(Kernel(pp, s, t), {{"X", xp}, {"W", wp}, {"b", b}})[0];
+        CHECK(tolerance_ratio(got, want, 1e-4, 1e-4) <= 1.0);
+      }
     }
   }
   // 48 does not divide the stem's 64 output channels.
