@@ -70,6 +70,15 @@ inline bool floors_supported(int64_t hidden) {
 
 namespace detail {
 
+// y = (s - m) * inv * g + b over one row of nv vectors (s: the row, in L1).
+__attribute__((target("avx512f"))) inline void normalize_row(const float* s, __m512 m, __m512 inv, const float* g,
+                                                             const float* b, float* y, int64_t nv) {
+  for (int64_t v = 0; v < nv; ++v) {
+    const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_load_ps(s + 16 * v), m), inv);
+    _mm512_storeu_ps(y + 16 * v, _mm512_fmadd_ps(d, _mm512_loadu_ps(g + 16 * v), _mm512_loadu_ps(b + 16 * v)));
+  }
+}
+
 __attribute__((target("avx512f"))) inline void rows_exact(const float* x, const float* r, const float* g,
                                                           const float* b, float* y, int64_t r0, int64_t r1, int64_t h,
                                                           float eps) {
@@ -98,10 +107,7 @@ __attribute__((target("avx512f"))) inline void rows_exact(const float* x, const 
       }
     for (int k = 1; k < 8; ++k) a[0] = _mm512_add_ps(a[0], a[k]);
     const __m512 inv = _mm512_set1_ps(1.0f / std::sqrt(_mm512_reduce_add_ps(a[0]) / static_cast<float>(h) + eps));
-    for (int64_t v = 0; v < nv; ++v) {
-      const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_load_ps(s + 16 * v), m), inv);
-      _mm512_storeu_ps(yi + 16 * v, _mm512_fmadd_ps(d, _mm512_loadu_ps(g + 16 * v), _mm512_loadu_ps(b + 16 * v)));
-    }
+    normalize_row(s, m, inv, g, b, yi, nv);
   }
 }
 
@@ -135,10 +141,7 @@ __attribute__((target("avx512f"))) inline void rows_onepass(const float* x, cons
     const __m512 m = _mm512_set1_ps(c + d);
     const float var = std::max(0.0f, _mm512_reduce_add_ps(q[0]) / static_cast<float>(h) - d * d);
     const __m512 inv = _mm512_set1_ps(1.0f / std::sqrt(var + eps));
-    for (int64_t v = 0; v < nv; ++v) {
-      const __m512 e = _mm512_mul_ps(_mm512_sub_ps(_mm512_load_ps(s + 16 * v), m), inv);
-      _mm512_storeu_ps(yi + 16 * v, _mm512_fmadd_ps(e, _mm512_loadu_ps(g + 16 * v), _mm512_loadu_ps(b + 16 * v)));
-    }
+    normalize_row(s, m, inv, g, b, yi, nv);
   }
 }
 

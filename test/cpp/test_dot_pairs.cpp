@@ -80,20 +80,15 @@ TEST_CASE("dot_pairs: a pair-interleaved bf16 matmul matches float64", "[dot_pai
   const Program p = pair_matmul(M, N, K);
   const HostTensor a = bf16_values({M, K}, rng), b = bf16_values({K / 2, N, 2}, rng);
   const HostTensor want = interpret(p, {{"A", a}, {"Bp", b}}).at("C");
+  // Products of bf16 values are exact in f32; the f32 sum of 96 terms in
+  // [-1, 1] (pairs first, then lanes) errs by at most 96 * 2^-24 * 96 = 5.5e-4.
+  auto check = [&](const Schedule& s) {
+    validate(p, s, &t);
+    CHECK(tolerance_ratio(run_f32(Kernel(p, s, t), {{"A", a}, {"Bp", b}})[0], want, 1e-30, 5.5e-4) <= 1.0);
+  };
   for (const auto& [ti, tj] : std::vector<std::pair<int64_t, int64_t>>{{4, 32}, {6, 16}, {12, 32}, {3, 64}}) {
     INFO("tile " << ti << " x " << tj);
-    const Schedule s = pair_schedule(ti, tj);
-    validate(p, s, &t);
-    const Kernel k(p, s, t);
-    std::vector<uint16_t> ab, bb;
-    for (double v : a.data) ab.push_back(bf16_bits(static_cast<float>(v)));
-    for (double v : b.data) bb.push_back(bf16_bits(static_cast<float>(v)));
-    std::vector<float> c(static_cast<size_t>(M * N), std::nanf(""));
-    k.run({{ab.data(), DType::BF16, {M, K}, {}}, {bb.data(), DType::BF16, {K / 2, N, 2}, {}}},
-          {{c.data(), DType::F32, {M, N}, {}}});
-    // Products of bf16 values are exact in f32; the f32 sum of 96 terms in
-    // [-1, 1] (pairs first, then lanes) errs by at most 96 * 2^-24 * 96 = 5.5e-4.
-    CHECK(tolerance_ratio(HostTensor{{M, N}, {c.begin(), c.end()}}, want, 1e-30, 5.5e-4) <= 1.0);
+    check(pair_schedule(ti, tj));
   }
   {
     // A tile of the pair loop: k counts pairs under dot_pairs, 48 pairs in tiles of 8.
@@ -101,16 +96,8 @@ TEST_CASE("dot_pairs: a pair-interleaved bf16 matmul matches float64", "[dot_pai
     Schedule s = pair_schedule(4, 32);
     s["C"].update->tile["k"] = {8};
     s["C"].update->order = {"k_o", "k_i", "i", "j"};
-    validate(p, s, &t);
     CHECK_THAT(explain(p, s, &t), Contains("for k_i in [0, 8)"));
-    const Kernel k(p, s, t);
-    std::vector<uint16_t> ab, bb;
-    for (double v : a.data) ab.push_back(bf16_bits(static_cast<float>(v)));
-    for (double v : b.data) bb.push_back(bf16_bits(static_cast<float>(v)));
-    std::vector<float> c(static_cast<size_t>(M * N), std::nanf(""));
-    k.run({{ab.data(), DType::BF16, {M, K}, {}}, {bb.data(), DType::BF16, {K / 2, N, 2}, {}}},
-          {{c.data(), DType::F32, {M, N}, {}}});
-    CHECK(tolerance_ratio(HostTensor{{M, N}, {c.begin(), c.end()}}, want, 1e-30, 5.5e-4) <= 1.0);
+    check(s);
   }
   const Schedule s = pair_schedule(4, 32);
   CHECK_THAT(explain(p, s, &t), Contains("[dot_pairs: k = 2 k + k_2"));

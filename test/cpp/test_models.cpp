@@ -11,27 +11,45 @@
 using namespace pto;
 using namespace pto::test;
 
+namespace {
+// BERT's structure at a small size: block 16 divides hidden 32 and ffn 48.
+models::BertConfig tiny_bert(int64_t block) {
+  models::BertConfig c;
+  c.batch = 2;
+  c.seq = 7;
+  c.hidden = 32;
+  c.heads = 4;
+  c.ffn = 48;
+  c.weight_block = block;
+  return c;
+}
+
+// Random inputs of a BERT program: weights ~ U(-0.3, 0.3), which keep
+// activations O(1) like trained BERT, LayerNorm gammas ~ U(0.5, 1.5); `w`
+// gets the same values for the reference (weights there stay [in, out]).
+std::map<std::string, HostTensor> bert_inputs(const Program& p, std::mt19937& rng, bert_ref::Weights& w) {
+  std::map<std::string, HostTensor> in;
+  for (const auto& t : p.inputs()) {
+    std::vector<int64_t> shape;
+    for (const Dim& d : t.shape) shape.push_back(d.value);
+    in[t.name] = random_tensor(shape, rng, -0.3, 0.3);
+    if (t.name.find("gamma") != std::string::npos) in[t.name] = random_tensor(shape, rng, 0.5, 1.5);
+    w[t.name] = in[t.name].data;
+  }
+  return in;
+}
+}  // namespace
+
 TEST_CASE("BERT encoder layer matches a float64 reference", "[models][bert]") {
-  // Blocked weights (block 16 divides hidden 32 and ffn 48) and plain [in, out] ones.
+  // Blocked weights and plain [in, out] ones.
   for (const int64_t block : {16, 0}) {
-    models::BertConfig c;
-    c.batch = 2;
-    c.seq = 7;
-    c.hidden = 32;
-    c.heads = 4;
-    c.ffn = 48;
-    c.weight_block = block;
+    const models::BertConfig c = tiny_bert(block);
     const Program p = models::bert_layer(c);
     std::mt19937 rng(11);
-    std::map<std::string, HostTensor> in;
     bert_ref::Weights w;
+    std::map<std::string, HostTensor> in = bert_inputs(p, rng, w);
     for (const auto& t : p.inputs()) {
-      std::vector<int64_t> shape;
-      for (const Dim& d : t.shape) shape.push_back(d.value);
-      // Weights ~ U(-0.3, 0.3) keep activations O(1), like trained BERT.
-      in[t.name] = random_tensor(shape, rng, -0.3, 0.3);
-      if (t.name.find("gamma") != std::string::npos) in[t.name] = random_tensor(shape, rng, 0.5, 1.5);
-      w[t.name] = in[t.name].data;
+      const std::vector<int64_t>& shape = in[t.name].shape;
       if (shape.size() == 3 && t.name != "X") {
         // The reference takes W [in, out]; the program its blocked copy.
         const int64_t fan_in = shape[1], fan_out = shape[0] * shape[2];
@@ -66,25 +84,15 @@ TEST_CASE("BERT encoder layer in mixed bf16 matches a float64 reference", "[mode
   // through the layer's 4 chained projections the output stays within 1e-2
   // of its scale (bench_bert measures 2e-3 at BERT-base size); a layout or
   // pairing error gives O(1).
-  models::BertConfig c;
-  c.batch = 2;
-  c.seq = 7;
-  c.hidden = 32;
-  c.heads = 4;
-  c.ffn = 48;
-  c.weight_block = 16;
+  models::BertConfig c = tiny_bert(16);
   c.weight_dtype = DType::BF16;
   c.bf16_activations = true;
   const Program p = models::bert_layer(c);
   std::mt19937 rng(13);
-  std::map<std::string, HostTensor> in;
   bert_ref::Weights w;
+  std::map<std::string, HostTensor> in = bert_inputs(p, rng, w);
   for (const auto& t : p.inputs()) {
-    std::vector<int64_t> shape;
-    for (const Dim& d : t.shape) shape.push_back(d.value);
-    in[t.name] = random_tensor(shape, rng, -0.3, 0.3);
-    if (t.name.find("gamma") != std::string::npos) in[t.name] = random_tensor(shape, rng, 0.5, 1.5);
-    w[t.name] = in[t.name].data;
+    const std::vector<int64_t> shape = in[t.name].shape;
     if (t.dtype == DType::BF16) {
       REQUIRE(shape.size() == 4);  // pairs [out / 16, in / 2, 16, 2]
       const int64_t fan_in = shape[1] * 2, fan_out = shape[0] * shape[2];
