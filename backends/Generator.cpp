@@ -196,9 +196,13 @@ void write_header(const std::string& path, const LibraryOptions& opts, const std
     };
     for (const auto& in : p.inputs()) emit_buffer(in.name, in.dtype, in.shape, true);
     for (const auto& o : p.outputs()) emit_buffer(o, p.stage(o).dtype, p.stage(o).shape, false);
+    // options.threads: the runtime's thread pool is one per process; sized for this call, then restored.
+    const int threads = k.schedules.front().options.threads;
+    if (threads > 0) h << "  const int old_threads = halide_set_num_threads(" << threads << ");\n";
     h << "  int rc = " << F << "(";
     for (size_t i = 0; i < bufs.size(); ++i) h << (i ? ", " : "") << bufs[i];
     h << ");\n";
+    if (threads > 0) h << "  halide_set_num_threads(old_threads);\n";
     if (device) {
       h << "  halide_buffer_t* all[] = {";
       for (size_t i = 0; i < bufs.size(); ++i) h << (i ? ", " : "") << bufs[i];

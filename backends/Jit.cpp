@@ -224,6 +224,20 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
   Halide::JITUserContext* ctx_ptr = &ctx;
   std::vector<const void*> argv{&ctx_ptr};
   for (auto& r : raw) argv.push_back(&r.buf);
+  // options.threads: Halide's JIT thread pool is one per process, so the
+  // size is set for this run and restored after it (kernels run concurrently
+  // from several threads share the last setting).
+  struct PoolSize {
+    int old = -1;
+    explicit PoolSize(int n) {
+      if (n <= 0) return;
+      old = Halide::Internal::JITSharedRuntime::get_num_threads();  // 0: the default size
+      Halide::Internal::JITSharedRuntime::set_num_threads(n);
+    }
+    ~PoolSize() {
+      if (old >= 0) Halide::Internal::JITSharedRuntime::set_num_threads(old);
+    }
+  } pool(impl_->schedule.options.threads);
   int rc = impl_->callable.call_argv_fast(argv.size(), argv.data());
   if (device) {  // outputs back to the caller's memory; release the device copies
     for (size_t i = inputs.size(); i < raw.size() && rc == 0; ++i) {

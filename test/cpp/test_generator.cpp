@@ -72,6 +72,16 @@ TEST_CASE("a multi-kernel library is one archive with kernels and runtime, and a
   CHECK(fs::exists(dir / "HalideRuntime.h"));
   CHECK(fs::exists(dir / "mylib_ln.h"));
   CHECK_FALSE(fs::exists(dir / ".pto_tmp_mylib"));
+  // options.threads sizes the runtime's pool around the call (only where set).
+  CHECK_THAT(h, !Contains("halide_set_num_threads"));
+  const fs::path dir1 = scratch("lib_threads");
+  KernelSpec one = small_softmax();
+  Schedule s1 = default_schedule(one.program, o.targets[0]);
+  s1.options.threads = 1;
+  one.schedules["x86-64-avx2"] = s1;
+  const std::string h1 = read_text(generate_library({one}, o, dir1.string()).header);
+  CHECK_THAT(h1, Contains("const int old_threads = halide_set_num_threads(1);"));
+  CHECK_THAT(h1, Contains("halide_set_num_threads(old_threads);"));
 }
 
 TEST_CASE("a dispatching library lists its variants, baseline last; per-target libraries are separate",

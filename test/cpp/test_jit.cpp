@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "Helpers.h"
+#include "backends/Lower.h"  // Halide: the JIT thread pool
 #include "dsl/Workloads.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
@@ -222,4 +223,24 @@ TEST_CASE("default schedules of bf16 programs compute and accumulate in f32", "[
   // The premise: accumulating in the stage's own type (the plain schedule) stalls.
   Kernel(p, plain_schedule(p), t).run({{ones.data(), DType::BF16, {4, 512}, {}}}, {{y.data(), DType::BF16, {4}, {}}});
   CHECK(y[0] == 0x4380);  // bf16 256.0
+}
+
+TEST_CASE("options.threads sizes the thread pool for the run and restores it", "[jit][threads]") {
+  // Halide's JIT pool is one per process: a kernel with threads = 1 runs with
+  // a pool of one (its parallel loops serial) and leaves the size as it was.
+  const Target t = parse_target("host");
+  const Program p = make_workload("matmul", {{"M", 256}, {"N", 64}, {"K", 32}});
+  std::mt19937 rng(5);
+  const auto in = random_inputs(p, rng);
+  const HostTensor want = interpret(p, in).at(p.outputs()[0]);
+  Schedule s = default_schedule(p, t);
+  s.options.threads = 1;
+  const Kernel k(p, s, t);  // JIT-compiling creates the process's Halide runtime and its pool
+  // The default size, resolved (the size reads 0, "the default", until it is set).
+  Halide::Internal::JITSharedRuntime::set_num_threads(0);
+  const int before = Halide::Internal::JITSharedRuntime::get_num_threads();
+  const HostTensor got = run_f32(k, in)[0];
+  INFO("pool before " << before << ", after " << Halide::Internal::JITSharedRuntime::get_num_threads());
+  CHECK(Halide::Internal::JITSharedRuntime::get_num_threads() == before);
+  CHECK(tolerance_ratio(got, want, 1e-5, 1e-5) <= 1.0);
 }
