@@ -8,6 +8,7 @@
 
 #include "dsl/Error.h"
 #include "schedules/LoopNest.h"
+#include "schedules/defaults/Defaults.h"
 
 namespace pto::tuner {
 namespace {
@@ -469,6 +470,11 @@ Schedule SearchSpace::decode(const Genome& g) const {
     if (storage == 1) ss.precision.storage = DType::BF16;
     if (storage == 2) ss.precision.storage = DType::F16;
   }
+  // What the program's types and layouts call for (f32 arithmetic for bf16
+  // stages, dot_pairs for operands in pairs), as the default has it: without
+  // it every candidate of a bf16 convolution accumulated in bf16 and failed
+  // the check, and read pair-blocked weights as strided gathers.
+  apply_type_rules(p_, t_, s);
   // Stage entries that say nothing beyond "root" are left out (same meaning, shorter JSON).
   std::erase_if(s.stages, [](const auto& kv) { return kv.second == StageSchedule{}; });
   return s;

@@ -189,10 +189,14 @@ Schedule default_schedule(const Program& p, const Target& t) {
     if (st.kind == OpKind::Normalization && !st.reduce && s.find(st.name) &&
         s.find(st.name)->compute.kind == Placement::Kind::Root)
       rowwise(p, st, t, s);
+  apply_type_rules(p, t, s);
+  return s;
+}
+
+void apply_type_rules(const Program& p, const Target& t, Schedule& s) {
   // bf16 operands laid out in pairs: one dot-product instruction per pair.
   dot_pairs(p, t, s);
   wide_arithmetic(p, s);
-  return s;
 }
 
 }  // namespace pto

@@ -22,4 +22,11 @@ Schedule plain_schedule(const Program& p);
 
 Schedule default_schedule(const Program& p, const Target& t);
 
+// The parts of the defaults that follow from the program's types and layouts
+// rather than from its loops: f32 arithmetic for bf16 / f16 stages, and
+// dot_pairs where an operand is laid out in pairs (on avx512_bf16 targets).
+// They only fill what `s` leaves unset; the tuner applies them to every
+// candidate it builds.
+void apply_type_rules(const Program& p, const Target& t, Schedule& s);
+
 }  // namespace pto

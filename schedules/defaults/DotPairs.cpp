@@ -24,7 +24,7 @@ void dot_pairs(const Program& p, const Target& t, Schedule& s) {
     if (!st.reduce || *st.reduce != ReduceOp::Sum) continue;
     if (!s.find(st.name)) continue;
     StageSchedule* ss = &s[st.name];
-    if (!ss->update || ss->update->vectorize.empty() || ss->rfactor) continue;
+    if (!ss->dot_pairs.empty() || !ss->update || ss->update->vectorize.empty() || ss->rfactor) continue;
     const auto k = pair_rvar(st, DType::BF16);
     if (!k) continue;
     LoopSchedule& up = *ss->update;

@@ -89,6 +89,26 @@ TEST_CASE("search space: decoded candidates validate and compute the reference",
   CHECK(valid >= 25);
 }
 
+TEST_CASE("search space: candidates of bf16 programs get the default's f32 arithmetic and dot_pairs", "[tuner][bf16]") {
+  // A bf16 conv with pair-blocked weights: every candidate computes and
+  // accumulates in f32 (a bf16 accumulator fails the check) and, on an
+  // avx512_bf16 target, sums the pairs with dot_pairs wherever its update allows.
+  const Target t = parse_target("host");
+  const Program p = make_workload("resnet50_conv", {{"layer", 10}, {"BF16", 1}});
+  const SearchSpace space(p, t);
+  std::mt19937_64 g(3);
+  int paired = 0;
+  for (int i = 0; i < 40; ++i) {
+    const Schedule s = space.decode(space.random(g));
+    const StageSchedule* acc = s.find("conv_acc");
+    REQUIRE(acc);
+    INFO(schedule_to_json_string(s, -1));
+    if (acc->compute.kind != Placement::Kind::Inline) CHECK(acc->precision.accumulate == DType::F32);
+    paired += !acc->dot_pairs.empty();
+  }
+  if (t.avx512_bf16) CHECK(paired > 0);
+}
+
 TEST_CASE("search space: accuracy budget, genome checks, mutation and crossover", "[tuner]") {
   const Target t = parse_target("host");
   const Program p = make_workload("softmax", {{"R", 16}, {"C", 64}});
