@@ -5,24 +5,11 @@
 #include <random>
 #include <string>
 
+#include "dsl/BFloat16.h"
 #include "dsl/Error.h"
 
 namespace pto::tuner {
 namespace {
-
-uint16_t bf16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) != 0x7f800000u) u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-  return static_cast<uint16_t>(u >> 16);
-}
-
-float from_bf16(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 uint16_t f16_bits(float f) {
   const _Float16 h = static_cast<_Float16>(f);
@@ -70,7 +57,7 @@ std::vector<HostBuffer> input_buffers(const Program& p, uint64_t seed) {
     for (size_t i = 0; i < n; ++i) {
       const float v = d(rng);
       if (b.dtype == DType::F32) b.f32.push_back(v);
-      else b.bits.push_back(b.dtype == DType::BF16 ? bf16_bits(v) : f16_bits(v));
+      else b.bits.push_back(b.dtype == DType::BF16 ? to_bf16(v) : f16_bits(v));
     }
     r.push_back(std::move(b));
   }
@@ -84,7 +71,7 @@ std::vector<HostBuffer> output_buffers(const Program& p) {
     HostBuffer b = storage(st.dtype, st.shape, "output '" + o + "'");
     const auto n = static_cast<size_t>(static_numel(st.shape));
     if (b.dtype == DType::F32) b.f32.assign(n, std::nanf(""));
-    else b.bits.assign(n, b.dtype == DType::BF16 ? bf16_bits(std::nanf("")) : f16_bits(std::nanf("")));
+    else b.bits.assign(n, b.dtype == DType::BF16 ? to_bf16(std::nanf("")) : f16_bits(std::nanf("")));
     r.push_back(std::move(b));
   }
   return r;

@@ -16,7 +16,7 @@
 #include <map>
 #include <thread>
 
-#include "apps/common/BFloat16.h"
+#include "dsl/BFloat16.h"
 #include "apps/bert/BertOpenBlas.h"
 #include "apps/bert/BertReference.h"
 #include "apps/bert/LayerNormPeers.h"
@@ -34,8 +34,8 @@ using namespace pto;
 
 namespace {
 
-using pto::bench::from_bf16;
-using pto::bench::to_bf16;
+using pto::from_bf16;
+using pto::to_bf16;
 
 // Weights in their plain [in, out] layout (f32 for the OpenBLAS baseline, f64
 // for the reference) and as PTO's program takes them (blocked, Bert.h); every

@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "apps/common/BFloat16.h"
+#include "dsl/BFloat16.h"
 #include "apps/bert/BertReference.h"
 #include "bert_pto.h"
 
 namespace {
 
-using pto::bench::from_bf16;
-using pto::bench::to_bf16;
+using pto::from_bf16;
+using pto::to_bf16;
 
 using pto::bert_ref::Vec;
 

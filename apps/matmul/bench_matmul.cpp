@@ -27,7 +27,7 @@
 #include <sstream>
 #include <thread>
 
-#include "apps/common/BFloat16.h"
+#include "dsl/BFloat16.h"
 #include "apps/common/Bench.h"
 #include "backends/Jit.h"
 #include "backends/Timing.h"
@@ -39,8 +39,8 @@ extern "C" char* openblas_get_corename(void);
 
 namespace {
 
-using pto::bench::from_bf16;
-using pto::bench::to_bf16;
+using pto::from_bf16;
+using pto::to_bf16;
 
 using namespace pto;
 

@@ -26,7 +26,7 @@
 #include <filesystem>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "apps/common/BFloat16.h"
+#include "dsl/BFloat16.h"
 #include "apps/common/Bench.h"
 #include "autotuner/TuningDB.h"
 #include "backends/Jit.h"
@@ -38,8 +38,8 @@ using namespace pto;
 
 namespace {
 
-using pto::bench::from_bf16;
-using pto::bench::to_bf16;
+using pto::from_bf16;
+using pto::to_bf16;
 
 // PTO's weight layout: [O/32, KH, KW, C, 32] (models::block_conv_weight).
 constexpr int64_t kWeightBlock = 32;

@@ -4,10 +4,10 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <cstring>
 #include <random>
 
 #include "backends/Jit.h"
+#include "dsl/BFloat16.h"
 #include "dsl/Interpreter.h"
 
 namespace pto::test {
@@ -21,21 +21,8 @@ inline HostTensor random_tensor(std::vector<int64_t> shape, std::mt19937& rng, d
   return t;
 }
 
-// f32 -> bf16 bits, rounded to nearest even (inf and NaN kept).
-inline uint16_t to_bf16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) != 0x7f800000u) u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
 // `v` rounded to the nearest bf16 value.
-inline double round_bf16(double v) {
-  const uint32_t u = static_cast<uint32_t>(to_bf16_bits(static_cast<float>(v))) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline double round_bf16(double v) { return from_bf16(to_bf16(static_cast<float>(v))); }
 
 // Random inputs U(-1, 1) for every input of `p` (static shapes).
 inline std::map<std::string, HostTensor> random_inputs(const Program& p, std::mt19937& rng) {
@@ -60,7 +47,7 @@ inline std::vector<HostTensor> run_f32(const Kernel& k, const std::map<std::stri
     const HostTensor& h = inputs.at(in.name);
     if (in.dtype == DType::BF16) {
       auto& b = bf16_store.emplace_back();
-      for (const double v : h.data) b.push_back(to_bf16_bits(static_cast<float>(v)));
+      for (const double v : h.data) b.push_back(to_bf16(static_cast<float>(v)));
       ins.push_back({b.data(), DType::BF16, h.shape, {}});
     } else {
       in_store.emplace_back(h.data.begin(), h.data.end());

@@ -5,8 +5,6 @@
 // and what is valid.
 #include <catch2/catch.hpp>
 
-#include <cstring>
-
 #include "Helpers.h"
 #include "backends/Target.h"
 #include "dsl/ops/Ops.h"
@@ -31,12 +29,6 @@ Program pair_matmul(int64_t M, int64_t N, int64_t K) {
                            cast(DType::F32, a(i, k)) * cast(DType::F32, b(k / 2, j, k % 2)), OpKind::Contraction,
                            "matmul"));
   return p;
-}
-
-uint16_t bf16_bits(float f) {  // exact for the bf16-representable values used here
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return static_cast<uint16_t>(u >> 16);
 }
 
 // Values k / 64 for k in [-64, 64]: exact in bf16.
@@ -165,8 +157,8 @@ TEST_CASE("dot_pairs: the default schedule of a bf16 conv with pair weights matc
     const HostTensor xv = bf16_values({1, H, H, C}, rng), wv = bf16_values({O / B, 3, 3, C / 2, B, 2}, rng);
     const HostTensor want = interpret(p, {{"X", xv}, {"W", wv}}).at("Y");
     std::vector<uint16_t> xb, wb;
-    for (double v : xv.data) xb.push_back(bf16_bits(static_cast<float>(v)));
-    for (double v : wv.data) wb.push_back(bf16_bits(static_cast<float>(v)));
+    for (double v : xv.data) xb.push_back(to_bf16(static_cast<float>(v)));
+    for (double v : wv.data) wb.push_back(to_bf16(static_cast<float>(v)));
     std::vector<int64_t> oshape;
     for (const Dim& d : p.stage("Y").shape) oshape.push_back(d.value);
     std::vector<uint16_t> y(static_cast<size_t>(static_numel(p.stage("Y").shape)), 0xffff);
@@ -174,12 +166,7 @@ TEST_CASE("dot_pairs: the default schedule of a bf16 conv with pair weights matc
     k.run({{xb.data(), DType::BF16, {1, H, H, C}, {}}, {wb.data(), DType::BF16, {O / B, 3, 3, C / 2, B, 2}, {}}},
           {{y.data(), DType::BF16, oshape, {}}});
     HostTensor got{oshape, {}};
-    for (const uint16_t b : y) {
-      const uint32_t u = static_cast<uint32_t>(b) << 16;
-      float f;
-      std::memcpy(&f, &u, 4);
-      got.data.push_back(f);
-    }
+    for (const uint16_t b : y) got.data.push_back(from_bf16(b));
     // Products exact in f32, sums of 144 terms exact to ~1e-5; the bf16
     // output rounds by 2^-9 of each value (2^-8 with margin).
     CHECK(tolerance_ratio(got, want, 1.0 / 256, 1e-4) <= 1.0);
