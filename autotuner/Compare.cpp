@@ -49,19 +49,6 @@ void load_plugin(const std::string& name) {
   loaded.insert(name);
 }
 
-double max_rel_error(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& ref) {
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    double scale = 1e-30;
-    for (float v : ref[i]) scale = std::max(scale, std::fabs(static_cast<double>(v)));
-    for (size_t j = 0; j < got[i].size(); ++j) {
-      if (std::isnan(got[i][j]) != std::isnan(ref[i][j])) return INFINITY;
-      worst = std::max(worst, std::fabs(static_cast<double>(got[i][j]) - ref[i][j]) / scale);
-    }
-  }
-  return worst;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -86,17 +73,12 @@ std::vector<CompareRow> compare(const Program& p, const Target& t,
     for (HostBuffer& b : outs) r.push_back(b.ref());
     return r;
   };
-  auto as_f32 = [](const std::vector<HostBuffer>& outs) {
-    std::vector<std::vector<float>> r;
-    for (const HostBuffer& b : outs) r.push_back(b.to_f32());
-    return r;
-  };
   std::vector<std::vector<float>> reference;
   {
     auto outs = output_buffers(p);
     const Kernel k(p, reference_schedule(p), t);
     k.run(ins, refs_of(outs));
-    reference = as_f32(outs);
+    reference = to_f32(outs);
   }
   const double flops = program_flops(p);
   // `first_s`: how long the checked first run took. A very slow implementation
@@ -108,7 +90,7 @@ std::vector<CompareRow> compare(const Program& p, const Target& t,
   std::vector<CompareRow> rows;
   auto finish_row = [&](CompareRow& row, const std::vector<HostBuffer>& got, std::function<void()> run,
                         double first_s) {
-    row.max_rel_error = max_rel_error(as_f32(got), reference);
+    row.max_rel_error = max_rel_error(to_f32(got), reference);
     if (!(row.max_rel_error <= o.tolerance)) {
       row.error = "wrong result: relative error " + std::to_string(row.max_rel_error);
       return;

@@ -1,5 +1,6 @@
 #include "autotuner/TrialBuffers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -74,6 +75,25 @@ std::vector<HostBuffer> output_buffers(const Program& p) {
     else b.bits.assign(n, b.dtype == DType::BF16 ? to_bf16(std::nanf("")) : f16_bits(std::nanf("")));
     r.push_back(std::move(b));
   }
+  return r;
+}
+
+double max_rel_error(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& ref) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double scale = 1e-30;
+    for (float v : ref[i]) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+    for (size_t j = 0; j < got[i].size(); ++j) {
+      if (std::isnan(got[i][j]) != std::isnan(ref[i][j])) return INFINITY;
+      worst = std::max(worst, std::fabs(static_cast<double>(got[i][j]) - ref[i][j]) / scale);
+    }
+  }
+  return worst;
+}
+
+std::vector<std::vector<float>> to_f32(const std::vector<HostBuffer>& bufs) {
+  std::vector<std::vector<float>> r;
+  for (const HostBuffer& b : bufs) r.push_back(b.to_f32());
   return r;
 }
 

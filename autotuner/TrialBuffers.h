@@ -29,6 +29,13 @@ std::vector<HostBuffer> input_buffers(const Program& p, uint64_t seed);
 // NaN-filled storage for each output; Program::outputs() order.
 std::vector<HostBuffer> output_buffers(const Program& p);
 
+// Largest |got - ref| relative to each reference output's largest magnitude
+// (infinity where one side has a NaN the other lacks): the check of the
+// tuner's comparisons and `pto run`.
+double max_rel_error(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& ref);
+// Each buffer widened to f32.
+std::vector<std::vector<float>> to_f32(const std::vector<HostBuffer>& bufs);
+
 // The smallest error bound a correct schedule of `p` can meet against the
 // f64 reference (relative to the output's largest magnitude): 1e-4 for f32
 // stages (see MeasureOptions::tolerance), 1e-2 where the program's own stages

@@ -115,16 +115,7 @@ int cmd_run(const Common& c, int reps) {
   const Kernel reference(p, tuner::reference_schedule(p), t);
   k.run(in_refs, out_refs);
   reference.run(in_refs, ref_refs);
-  double max_err = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const std::vector<float> got = out[i].to_f32(), want = ref[i].to_f32();
-    double scale = 1e-30, err = 0;
-    for (size_t j = 0; j < want.size(); ++j) {
-      scale = std::max(scale, std::fabs(double(want[j])));
-      err = std::max(err, std::isnan(got[j]) != std::isnan(want[j]) ? INFINITY : std::fabs(double(got[j]) - want[j]));
-    }
-    max_err = std::max(max_err, err / scale);
-  }
+  const double max_err = tuner::max_rel_error(tuner::to_f32(out), tuner::to_f32(ref));
   const double tol = tuner::rounding_tolerance(p);
   const TimingStats ts = time_it([&] { k.run(in_refs, out_refs); }, 1, reps);
   const double gflops = program_flops(p) / (ts.median_ms * 1e6);
