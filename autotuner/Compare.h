@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "backends/Timing.h"
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"

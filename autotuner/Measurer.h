@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "autotuner/TuningDB.h"
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"
 

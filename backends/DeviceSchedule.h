@@ -9,7 +9,7 @@
 // innermost and serial in each thread, so it runs on the device too.
 #pragma once
 
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"
 

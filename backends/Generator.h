@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"
 

@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <random>
 
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"
 

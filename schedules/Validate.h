@@ -5,7 +5,7 @@
 // choices, instead of a Halide internal error or a crash.
 #pragma once
 
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"
 

@@ -31,11 +31,14 @@ py::dict target_dict(const Target& t) {
   d["device"] = t.device;
   d["cores"] = t.cores;
   d["vector_bits"] = t.vector_bits;
+  d["vector_registers"] = t.vector_registers;
   d["avx512_bf16"] = t.avx512_bf16;
   d["amx"] = t.amx;
   d["l1_bytes"] = t.l1_bytes;
   d["l2_bytes"] = t.l2_bytes;
   d["l3_bytes"] = t.l3_bytes;
+  d["cache_line_bytes"] = t.cache_line_bytes;
+  d["detected"] = t.detected;
   d["runs_here"] = t.runs_here();
   return d;
 }

@@ -7,7 +7,7 @@
 
 #include "Bindings.h"
 #include "autotuner/Tuner.h"
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "schedules/ScheduleJson.h"
 
 namespace pto::py {

@@ -47,7 +47,7 @@ int64_t parallel_chunk(int64_t extent, int64_t unit, const Target& t) {
 // rows). Layers whose weights outweigh their input and a core's L2 take `weights_outer`.
 std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls, int64_t max_pixels) {
   const int lanes = t.vector_lanes(DType::F32);
-  const int regs = t.vector_bits >= 512 ? 32 : 16;
+  const int regs = t.vector_registers;
   const int64_t rows = static_extent(e.shape[2]), cols = static_extent(e.shape[3]);
   int64_t tr = 6, tc = 4 * lanes;
   if (rows > 0 && cols > 0) {
@@ -208,7 +208,7 @@ bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t) {
 // (1.32 / 1.19 ms): the weights are read once either way.
 void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, const Target& t, Schedule& s) {
   const int lanes = t.vector_lanes(DType::F32);
-  const int regs = t.vector_bits >= 512 ? 32 : 16;
+  const int regs = t.vector_registers;
   const std::string n = mm.vars[0], y = mm.vars[1], x = mm.vars[2], o = mm.vars[3];
   const int64_t OH = static_extent(mm.shape[1]), OW = static_extent(mm.shape[2]), O = static_extent(mm.shape[3]);
   const int64_t v = std::max<int64_t>(1, std::min<int64_t>(2, O / lanes));

@@ -11,7 +11,7 @@
 // the contiguous one.
 #pragma once
 
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <utility>
 
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"
 

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "Helpers.h"
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "dsl/ops/Ops.h"
 #include "schedules/defaults/Defaults.h"
 #include "schedules/Explain.h"

@@ -6,7 +6,7 @@
 
 #include "Helpers.h"
 #include "autotuner/SearchSpace.h"
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "dsl/Workloads.h"
 #include "schedules/Explain.h"
 #include "schedules/ScheduleJson.h"

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "Helpers.h"
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "dsl/ZeroPadding.h"
 #include "dsl/ops/Ops.h"
 #include "schedules/Explain.h"

@@ -1,8 +1,11 @@
 // Targets: every name parses to the right Halide target and hardware model;
 // unknown and unsupported names give TargetErrors that list the valid choices.
+#include <sched.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
-#include "backends/Target.h"
+#include "target/Target.h"
 #include "dsl/Error.h"
 
 using namespace pto;
@@ -60,4 +63,31 @@ TEST_CASE("unknown and unsupported targets are TargetErrors naming the choices",
   const auto two = parse_targets("x86-64-avx512,x86-64-avx2");
   REQUIRE(two.size() == 2);
   CHECK(two[1].name == "x86-64-avx2");
+}
+
+// The host's model is read off this machine: compare with what the OS says
+// through another route (sysconf, the affinity mask), not with fixed numbers.
+TEST_CASE("host: cores, caches and vector registers are detected at run time", "[target]") {
+  const Target h = parse_target("host");
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
+  CHECK(h.cores == CPU_COUNT(&set));
+  CHECK(h.vector_registers == (h.arch == "arm" || h.vector_bits == 512 ? 32 : 16));
+  CHECK(h.cache_line_bytes >= 16);
+  if (h.detected) {
+    // sysconf reports the whole L1d/L2 of one core on Linux/glibc.
+    const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l1 > 0) CHECK(h.l1_bytes <= l1);
+    if (l2 > 0) CHECK(h.l2_bytes <= l2);
+    CHECK(h.l1_bytes >= 8 * 1024);
+    CHECK(h.l2_bytes > h.l1_bytes);
+    CHECK(h.l3_bytes >= 0);
+  }
+  CHECK_THAT(h.describe(), Contains("cores") && Contains("L2"));
+  // Named cross targets have fixed models that do not depend on this machine.
+  const Target a = parse_target("x86-64-avx512");
+  CHECK_FALSE(a.detected);
+  CHECK(a.l2_bytes == 1 << 20);
+  CHECK(parse_target("x86-64-sapphirerapids").l2_bytes == 2 << 20);
 }

@@ -209,6 +209,9 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("ops", "list operator types, one per line, with their kinds");
   app.add_subcommand("workloads", "list ready-made programs and their size parameters");
+  std::string target_name = "host";
+  auto* target_cmd = app.add_subcommand("target", "print a target's hardware model (cores, vector registers, caches)");
+  target_cmd->add_option("name", target_name, "target name (default: host, detected on this machine)");
 
   Common show_c;
   bool show_json = false;
@@ -282,6 +285,9 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("ops")) {
       for (const auto& op : ops::registry()) std::printf("%-22s %s\n", op.name.c_str(), std::string(to_string(op.kind)).c_str());
+    } else if (app.got_subcommand("target")) {
+      const Target t = parse_target(target_name);
+      std::printf("%s\nhalide: %s\n", t.describe().c_str(), t.halide.c_str());
     } else if (app.got_subcommand("workloads")) {
       for (const auto& w : workloads()) {
         std::string sizes;

@@ -1,6 +1,15 @@
 // Targets: a name users type, the Halide target it maps to, and a small
-// hardware model (cores, vector width, caches, matrix unit) that default
-// schedules, validation and the autotuner's search space are derived from.
+// hardware model (cores, vector width and registers, caches, matrix unit)
+// that default schedules, validation and the autotuner's search space are
+// derived from.
+//
+// For `host` the model is read off the machine at run time: cores from the
+// process's CPU affinity, cache sizes per core from sysfs (Linux), the ISA
+// from Halide's host detection. Named cross targets carry fixed values, the
+// documented ones of the CPU family each name stands for (see Target.cpp), so
+// that a library generated for `x86-64-avx512` is the same on every machine.
+// This folder sits below schedules/: schedules read the model, nothing here
+// knows schedules.
 #pragma once
 
 #include <string>
@@ -17,11 +26,15 @@ struct Target {
   std::string device = "cpu"; // default device of stages: cpu | cuda | opencl
   int cores = 1;
   int vector_bits = 128;      // SIMD register width of the host CPU part
+  int vector_registers = 16;  // architectural vector registers (zmm0-31 on AVX-512)
   bool avx512_bf16 = false;
   bool amx = false;
+  // Data caches: L1 and L2 per core, L3 in all (shared by the cores).
   int64_t l1_bytes = 32 * 1024;
   int64_t l2_bytes = 1024 * 1024;
   int64_t l3_bytes = 16 * 1024 * 1024;
+  int cache_line_bytes = 64;
+  bool detected = false;      // the model was read off this machine (host), not a table
   // Matrix unit (AMX on sapphirerapids): tile rows x bytes per row; 0 = none.
   int matrix_tile_rows = 0;
   int matrix_tile_bytes = 0;
@@ -36,6 +49,9 @@ struct Target {
   // Lanes of `t` in one vector register.
   int vector_lanes(DType t) const { return vector_bits / (bytes(t) * 8); }
   bool runs_here() const;  // can JIT code for it run in this process?
+  // The hardware model as one line, e.g. for `pto target` and benchmark headers:
+  // "host: x86 avx512 (32 x 512-bit regs), 2 cores, L1 48 KB, L2 2 MB, L3 300 MB (detected)".
+  std::string describe() const;
 };
 
 // Parses a target name: a CPU name (host, x86-64-avx2, ..., arm-64-linux), a
