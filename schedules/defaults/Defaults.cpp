@@ -16,6 +16,14 @@ bool is_output(const Program& p, const std::string& n) {
 
 int64_t static_extent(const Dim& d) { return d.is_symbolic() ? -1 : d.value; }
 
+bool hosts_placements(const Schedule& s, const std::string& stage) {
+  for (const auto& [name, ss] : s.stages) {
+    if (ss.compute.kind == Placement::Kind::At && ss.compute.stage == stage) return true;
+    if (ss.store && ss.store->kind == Placement::Kind::At && ss.store->stage == stage) return true;
+  }
+  return false;
+}
+
 // Parallel outer dim, vectorized inner dim: the generic root-stage schedule.
 LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
   LoopSchedule ls;

@@ -53,6 +53,10 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
     // Every reader must run per row of y.
     bool ok = !p.consumers(st->name).empty();
     for (const auto& c : p.consumers(st->name)) ok &= at_row.count(c) > 0;
+    // A stage that hosts another's computation (a contraction's epilogue, with
+    // the register tile computed at its tile loop) keeps its loops: moving it
+    // into the row would leave that placement naming a loop it no longer has.
+    ok &= !hosts_placements(s, st->name);
     if (!ok) continue;
     StageSchedule& ss = s[st->name];
     ss = StageSchedule{};

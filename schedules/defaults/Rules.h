@@ -25,6 +25,9 @@ namespace pto::defaults {
 // Defaults.cpp
 bool is_output(const Program& p, const std::string& n);
 int64_t static_extent(const Dim& d);  // -1 when symbolic
+// Is some stage computed or stored at a loop of `stage`? Then a later rule
+// must not replace `stage`'s loops.
+bool hosts_placements(const Schedule& s, const std::string& stage);
 LoopSchedule parallel_vectorized(const Stage& st, const Target& t);
 void wide_arithmetic(const Program& p, Schedule& s);  // f32 compute and accumulation for bf16 / f16 stages
 
