@@ -2,6 +2,7 @@
 // adding an error type is one row here, not a class creation plus a catch.
 #include "Errors.h"
 
+#include <iterator>
 #include <string>
 
 #include "dsl/Error.h"
@@ -29,16 +30,19 @@ struct ErrorClass {
 // backwards, so the most derived class matches first.
 ErrorClass* table(size_t& n) {
   static ErrorClass rows[] = {
-      {"ShapeError", is<ShapeError>, nullptr, PyExc_ValueError, "Rank, extent or broadcasting mismatch."},
+      {"ShapeError", is<ShapeError>, nullptr, PyExc_ValueError,
+       "Rank, extent or broadcasting mismatch."},
       {"SymbolicSizeError", is<SymbolicSizeError>, "ShapeError", nullptr,
        "An operator needs the value of a dim that is a symbolic size; static sizes would do."},
-      {"DTypeError", is<DTypeError>, nullptr, PyExc_TypeError, "Unsupported or mismatched element type."},
+      {"DTypeError", is<DTypeError>, nullptr, PyExc_TypeError,
+       "Unsupported or mismatched element type."},
       {"DefinitionError", is<DefinitionError>, nullptr, PyExc_ValueError,
        "Malformed definition: unknown tensor or operator, bad attribute."},
       {"ScheduleError", is<ScheduleError>, nullptr, PyExc_ValueError, "Invalid schedule."},
       {"TargetError", is<TargetError>, nullptr, PyExc_ValueError, "Unknown or unsupported target."},
       {"CompileError", is<CompileError>, nullptr, PyExc_RuntimeError, "Code generation failed."},
-      {"KernelError", is<RuntimeError>, nullptr, PyExc_RuntimeError, "A compiled kernel failed while running."},
+      {"KernelError", is<RuntimeError>, nullptr, PyExc_RuntimeError,
+       "A compiled kernel failed while running."},
       {"DeviceMemoryError", is<MemoryError>, "KernelError", PyExc_MemoryError,
        "DEVICE_MEMORY_EXHAUSTED: an allocation was refused."},
   };
@@ -69,8 +73,9 @@ void bind_errors(py::module_& m) {
     PyObject* parent = base_class;
     for (size_t j = 0; j < i && rows[i].parent; ++j)
       if (std::string(rows[j].name) == rows[i].parent) parent = rows[j].cls;
-    py::tuple bases = rows[i].builtin ? py::make_tuple(py::handle(parent), py::handle(rows[i].builtin))
-                                      : py::make_tuple(py::handle(parent));
+    py::tuple bases = rows[i].builtin
+                          ? py::make_tuple(py::handle(parent), py::handle(rows[i].builtin))
+                          : py::make_tuple(py::handle(parent));
     rows[i].cls = new_exception(m, rows[i].name, bases, rows[i].doc);
   }
   py::register_exception_translator([](std::exception_ptr p) {
