@@ -20,6 +20,12 @@ class Error : public std::runtime_error {
 class ShapeError : public Error {
   using Error::Error;
 };
+// A dim an operator needs the value of (an offset, a window, a count) is a
+// symbolic size. Its own type so that callers (pypto's kernels) can specialize
+// to static sizes and retry instead of matching message text.
+class SymbolicSizeError : public ShapeError {
+  using ShapeError::ShapeError;
+};
 // Element type mismatch or an unsupported element type.
 class DTypeError : public Error {
   using Error::Error;

@@ -33,7 +33,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   double sc = 0;
   if (scale) sc = *scale;
   else if (D.is_symbolic())
-    throw ShapeError(op + ": the head dim of '" + q.name() + "' is symbolic; pass scale explicitly");
+    throw SymbolicSizeError(op + ": the head dim of '" + q.name() +
+                            "' is symbolic; pass scale explicitly");
   else sc = 1.0 / std::sqrt(static_cast<double>(D.value));
 
   Program p = q.program();

@@ -105,8 +105,8 @@ void require_float(const std::string& op, const Tensor& x) {
 int64_t static_dim(const std::string& op, const Tensor& x, int axis) {
   const Dim& d = x.shape()[static_cast<size_t>(axis)];
   if (d.is_symbolic())
-    throw ShapeError(op + ": dim " + std::to_string(axis) + " of '" + x.name() + "' must be static, is symbolic '" +
-                     d.sym + "'");
+    throw SymbolicSizeError(op + ": dim " + std::to_string(axis) + " of '" + x.name() +
+                            "' must be static, is symbolic '" + d.sym + "'");
   return d.value;
 }
 

@@ -210,14 +210,15 @@ Tensor reshape(const Tensor& x, const std::vector<int64_t>& target, const std::s
   int64_t in_n = 1, out_n = 1;
   for (size_t k = pre; k < in.size(); ++k) {
     if (in[k].is_symbolic())
-      throw ShapeError(op + ": dim " + std::to_string(k) + " of '" + x.name() + "' is symbolic '" + in[k].sym +
-                       "'; only leading dims kept unchanged may be symbolic");
+      throw SymbolicSizeError(op + ": dim " + std::to_string(k) + " of '" + x.name() +
+                              "' is symbolic '" + in[k].sym +
+                              "'; only leading dims kept unchanged may be symbolic");
     in_n *= in[k].value;
   }
   for (size_t k = pre; k < out.size(); ++k) {
     if (out[k].is_symbolic())
-      throw ShapeError(op + ": target dim " + std::to_string(k) + " copies symbolic '" + out[k].sym +
-                       "' out of the leading position");
+      throw SymbolicSizeError(op + ": target dim " + std::to_string(k) + " copies symbolic '" +
+                              out[k].sym + "' out of the leading position");
     if (static_cast<int>(k) != infer) out_n *= out[k].value;
   }
   if (infer >= 0) {

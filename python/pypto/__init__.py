@@ -9,7 +9,7 @@
     C = matmul(np.ones((64, 32), np.float32), np.ones((32, 16), np.float32))
     print(matmul.explain())                 # the loop nest of its schedule
     s = matmul.schedule()                   # editable; the next call compiles it
-    result = matmul.tune(a, b, trials=20)   # random search, best schedule installed
+    result = matmul.tune(a, b, trials=20)   # the C++ autotuner; best schedule installed
     lib = matmul.export(a, b, path="out")   # static library + C header
 
 See docs/ARCHITECTURE.md (python/) and python/notebooks/.
@@ -19,14 +19,14 @@ from ._ext import _pto
 from .custom import CustomOp, custom_op
 from .debug import Profile, check_numerics, debug_print, memory_limit, profile
 from .errors import (CompileError, DefinitionError, DeviceMemoryError, DTypeError, KernelError, PtoError,
-                     ScheduleError, ShapeError, TargetError)
+                     ScheduleError, ShapeError, SymbolicSizeError, TargetError)
 from .export import ExportedLibrary, LoadedLibrary
 from .kernel import KernelFunction, Timing, kernel
 from .pipeline import Pipeline, pipeline
 from .precision import mixed_precision
 from .schedule import Schedule, StageSchedule
-from .tensor import (MISSING_OPERATORS, Tensor, TensorSpec, broadcast_shapes, ceil, cos, erf, exp, floor, log,
-                     matmul, maximum, minimum, sigmoid, sin, sqrt, tanh, transpose, where)
+from .tensor import (Tensor, TensorSpec, broadcast_shapes, ceil, concatenate, cos, erf, exp, floor, log, matmul,
+                     maximum, minimum, sigmoid, sin, sqrt, take, tanh, transpose, where)
 from .tune import TuneResult
 
 __version__ = "0.1.0"
@@ -52,8 +52,8 @@ __all__ = [
     "kernel", "KernelFunction", "Tensor", "TensorSpec", "Schedule", "StageSchedule", "Timing", "TuneResult",
     "ops", "plots", "machine", "mixed_precision", "profile", "Profile", "check_numerics", "debug_print",
     "memory_limit", "custom_op", "CustomOp", "pipeline", "Pipeline", "ExportedLibrary", "LoadedLibrary",
-    "PtoError", "ShapeError", "DTypeError", "DefinitionError", "ScheduleError", "TargetError", "CompileError",
-    "KernelError", "DeviceMemoryError", "MISSING_OPERATORS", "broadcast_shapes", "exp", "log", "sqrt", "tanh",
+    "PtoError", "ShapeError", "SymbolicSizeError", "DTypeError", "DefinitionError", "ScheduleError",
+    "TargetError", "CompileError", "KernelError", "DeviceMemoryError", "broadcast_shapes", "exp", "log", "sqrt", "tanh",
     "sin", "cos", "erf", "floor", "ceil", "sigmoid", "where", "maximum", "minimum", "matmul", "transpose",
-    "relu", "softmax", "targets", "target_info",
+    "concatenate", "take", "relu", "softmax", "targets", "target_info",
 ]

@@ -31,9 +31,9 @@ import numpy as np
 
 from . import debug
 from ._ext import _pto
-from .errors import DTypeError, ShapeError
+from .errors import DTypeError, ShapeError, SymbolicSizeError
 from .schedule import Schedule
-from .tensor import NeedsStaticShape, Tensor, TensorSpec, _pop, _push, _Trace, dtype_name
+from .tensor import Tensor, TensorSpec, _pop, _push, _Trace, dtype_name
 
 
 @dataclass
@@ -240,7 +240,7 @@ class KernelFunction:
             if spec is None:
                 try:
                     spec = self._specs[key] = self._trace(key)
-                except NeedsStaticShape:
+                except SymbolicSizeError:
                     # Something in the function needs static sizes: specialize this
                     # pattern per shape from now on (compiles once per shape).
                     static = self.signature(arrays, dynamic=False)
@@ -338,18 +338,20 @@ class KernelFunction:
         arrays = self._arrays(args)
         return stage_times(self.specialize(*arrays), arrays, min_seconds)
 
-    def tune(self, *args: Any, trials: int = 20, max_rel_error: float = 1e-3, seed: int = 0,
-             progress: bool = True, min_seconds: float = 0.05, engine: str = "random", db: str = "") -> Any:
-        """Searches schedules for these arrays; installs the best one and returns a TuneResult.
+    def tune(self, *args: Any, trials: int = 20, max_rel_error: float = 0.0, seed: int = 0,
+             progress: bool = True, min_seconds: float = 0.05, db: str = "",
+             strategy: str = "evolutionary") -> Any:
+        """Runs the C++ autotuner (`pto tune`) on these arrays' static shapes; installs the best
+        schedule and returns a TuneResult.
 
-        engine="random": a small Python search; engine="cpp": the C++ autotuner (`pto tune`)
-        on these static shapes, recording every trial in the tuning database `db`
-        ($PTO_TUNING_DB or ~/.cache/pto/tuning.db when empty).
+        Every trial is recorded in the tuning database `db` ($PTO_TUNING_DB or
+        ~/.cache/pto/tuning.db when empty), so a rerun resumes. `max_rel_error` is the
+        accuracy budget (0: exact f32; see pypto.tune.tune); `strategy` one of the C++
+        tuner's (random, evolutionary, model).
         """
         from .tune import tune
-        arrays = self._arrays(args)
-        return tune(self, self.specialize(*arrays), arrays, trials=trials, max_rel_error=max_rel_error,
-                    seed=seed, progress=progress, min_seconds=min_seconds, engine=engine, db=db)
+        return tune(self, self._arrays(args), trials=trials, max_rel_error=max_rel_error, seed=seed,
+                    progress=progress, min_seconds=min_seconds, db=db, strategy=strategy)
 
     def export(self, *args: Any, target: str = "host", path: str = ".", name: str | None = None) -> Any:
         """Generates a static library + C headers for this signature (sizes stay symbolic where they are)."""

@@ -6,15 +6,18 @@ kernel's Program instead of computing values, so the function runs once per
 shape/dtype signature and the Program is then scheduled and compiled.
 
 Where each operator goes:
-  * tensor-tensor `+ - * /`, `@`, `.sum/.mean/.max`, relu, softmax, ... are the
-    C++ operator library, reached by name through `_pto.ops_call` (the one generic
-    binding; see `pypto.ops`);
+  * tensor-tensor `+ - * /`, `@`, the reductions (`.sum/.mean/.max/.min/.prod/
+    .var/.std/.argmax/.argmin`), `.T`/`.transpose`, `.reshape`, slicing and
+    integer indexing, `.take`, relu, softmax, ... are the C++ operator library,
+    reached by name through `_pto.ops_call` (the one generic binding; see
+    `pypto.ops`);
   * arithmetic with Python scalars, comparisons, `**`, `%`, unary math
-    (`pypto.exp`, ...), `.astype`, `.T`, slicing and static `reshape` are element
-    definitions written here with the DSL's expressions (`Program.define`): they
-    are index maps or one-line formulas, not library operators;
-  * operators that need a library operator the C++ side does not have yet raise
-    NotImplementedError naming it (see MISSING_OPERATORS).
+    (`pypto.exp`, ...) and `.astype` are element definitions written here with
+    the DSL's expressions (`Program.define`): one-line formulas over numpy
+    broadcasting and numpy's type rules, not library operators.
+Where an operator needs the value of a symbolic size (a slice of a symbolic
+axis, a reshape that splits one), C++ raises SymbolicSizeError and the kernel
+retraces that signature with static sizes.
 """
 from __future__ import annotations
 
@@ -26,22 +29,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ._ext import _pto
-from .errors import DTypeError, ShapeError
+from .errors import DTypeError, ShapeError, SymbolicSizeError
 
-# numpy-style methods that map to a C++ library operator which does not exist yet;
-# calling them raises NotImplementedError until the operator lands in dsl/ops.
-MISSING_OPERATORS = {
-    "min": "reduce_min", "prod": "reduce_prod", "argmax": "argmax", "argmin": "argmin",
-    "var": "reduce_var", "std": "reduce_std", "concatenate": "concat", "take": "gather",
-}
-
-
-class NeedsStaticShape(NotImplementedError):
-    """An operation needs static sizes where the trace has symbolic ones.
-
-    `@pypto.kernel` catches it and retraces that signature with static sizes
-    (compiling once per shape), so users only see it with explicit symbolic annotations.
-    """
+# Larger than any extent: an open slice end that the C++ slice clamps into range.
+_OPEN = 1 << 62
 
 
 def dtype_name(dt: Any) -> str:
@@ -53,10 +44,6 @@ def dtype_name(dt: Any) -> str:
     except TypeError as e:
         raise DTypeError(f"not a dtype: {dt!r}") from e
     return _pto.parse_dtype(name)
-
-
-def _registry() -> dict[str, tuple[str, str]]:
-    return {n: (k, s) for n, k, s in _pto.ops_registry()}
 
 
 class _Trace:
@@ -257,27 +244,33 @@ class Tensor:
         return call("matmul", o, self) if isinstance(o, Tensor) else NotImplemented
 
     # ---- reductions --------------------------------------------------------------
-    def _reduce(self, lib: str, axis: Any, keepdims: bool, out: Any = None) -> "Tensor":
+    def _reduce(self, lib: str, axis: Any, keepdims: bool, out: Any = None, **attrs: Any) -> "Tensor":
         if out is not None:
             raise TypeError("out= is not supported on traced tensors (kernels return new arrays)")
         axes = [] if axis is None else ([int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis])
-        return call(lib, self, axes=axes, keepdims=bool(keepdims))
+        return call(lib, self, axes=axes, keepdims=bool(keepdims), **attrs)
 
     def sum(self, axis=None, keepdims=False, out=None): return self._reduce("reduce_sum", axis, keepdims, out)
     def mean(self, axis=None, keepdims=False, out=None): return self._reduce("reduce_mean", axis, keepdims, out)
     def max(self, axis=None, keepdims=False, out=None): return self._reduce("reduce_max", axis, keepdims, out)
-    def min(self, axis=None, keepdims=False, out=None): return self._reduce(_require("min"), axis, keepdims, out)
-    def prod(self, axis=None, keepdims=False, out=None): return self._reduce(_require("prod"), axis, keepdims, out)
-    def var(self, axis=None, keepdims=False, out=None): return self._reduce(_require("var"), axis, keepdims, out)
-    def std(self, axis=None, keepdims=False, out=None): return self._reduce(_require("std"), axis, keepdims, out)
-    def argmax(self, axis=None): return self._arg(_require("argmax"), axis)
-    def argmin(self, axis=None): return self._arg(_require("argmin"), axis)
+    def min(self, axis=None, keepdims=False, out=None): return self._reduce("reduce_min", axis, keepdims, out)
+    def prod(self, axis=None, keepdims=False, out=None): return self._reduce("reduce_prod", axis, keepdims, out)
 
-    def _arg(self, lib: str, axis: Any) -> "Tensor":
+    def var(self, axis=None, ddof=0, keepdims=False, out=None):
+        return self._reduce("reduce_var", axis, keepdims, out, ddof=int(ddof))
+
+    def std(self, axis=None, ddof=0, keepdims=False, out=None):
+        return self._reduce("reduce_std", axis, keepdims, out, ddof=int(ddof))
+
+    def argmax(self, axis=None, keepdims=False): return self._arg("argmax", axis, keepdims)
+    def argmin(self, axis=None, keepdims=False): return self._arg("argmin", axis, keepdims)
+
+    def _arg(self, lib: str, axis: Any, keepdims: bool) -> "Tensor":
         # numpy: axis=None means the flattened array; the library op takes one axis.
         if axis is None:
-            return call(lib, self.reshape(-1), axis=0)
-        return call(lib, self, axis=int(axis))
+            flat = call(lib, self.reshape(-1), axis=0)
+            return flat.reshape([1] * self.ndim) if keepdims else flat
+        return call(lib, self, axis=int(axis), keepdims=bool(keepdims))
 
     # ---- data movement -------------------------------------------------------------
     @property
@@ -286,17 +279,7 @@ class Tensor:
 
     def transpose(self, *axes: int) -> "Tensor":
         axes = tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
-        perm = list(axes) if axes else list(range(self.ndim))[::-1]
-        perm = [a + self.ndim if a < 0 else a for a in perm]
-        if sorted(perm) != list(range(self.ndim)):
-            raise ShapeError(f"transpose: axes {list(axes)} are not a permutation of 0..{self.ndim - 1} "
-                             f"for '{self.name}' of shape {list(self.shape)}")
-        out_vars = [f"i{k}" for k in range(self.ndim)]
-        idx = [None] * self.ndim
-        for j, a in enumerate(perm):
-            idx[a] = _pto.var(out_vars[j])
-        return _define(self._trace, "transpose", out_vars, [self.shape[a] for a in perm], self._h(*idx),
-                       "data_movement")
+        return call("transpose", self, perm=[int(a) for a in axes])  # empty: reversed, as numpy
 
     def reshape(self, *shape: Any) -> "Tensor":
         shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
@@ -307,6 +290,18 @@ class Tensor:
 
     def __getitem__(self, key: Any) -> "Tensor":
         return _getitem(self, key)
+
+    def take(self, indices: "Tensor", axis: int | None = None) -> "Tensor":
+        """numpy take: elements along `axis` (the flattened array when None) at integer `indices`.
+
+        Indices are wrapped once when negative and then clamped (the C++ gather), where numpy
+        would raise for an out-of-range index.
+        """
+        if not isinstance(indices, Tensor):
+            raise TypeError(f"take: indices must be a pypto.Tensor of integers, got {type(indices).__name__}")
+        if axis is None:
+            return call("gather", self.reshape(-1), indices, axis=0)
+        return call("gather", self, indices, axis=int(axis))
 
     def astype(self, dtype: Any) -> "Tensor":
         dt = dtype_name(dtype)
@@ -347,14 +342,6 @@ def _is_float(dt: str) -> bool:
     return dt in ("f16", "bf16", "f32", "f64")
 
 
-def _require(method: str) -> str:
-    op = MISSING_OPERATORS[method]
-    if op not in _registry():
-        raise NotImplementedError(f"Tensor.{method} needs the operator '{op}', which the C++ operator library "
-                                  f"does not have yet (see pypto.ops.names())")
-    return op
-
-
 def _trace_of(args: Sequence[Any]) -> _Trace:
     traces = {id(a._trace): a._trace for a in args if isinstance(a, Tensor)}
     if not traces:
@@ -364,36 +351,15 @@ def _trace_of(args: Sequence[Any]) -> _Trace:
     return next(iter(traces.values()))
 
 
-# Stage names that equal C math-library functions break Halide's JIT linking
-# ("Symbol not found: x.buffer" for a Func named `tanh`); such stages get a suffix.
-_LIBM = {"exp", "log", "sqrt", "tanh", "sin", "cos", "tan", "erf", "floor", "ceil", "abs", "pow", "fmod",
-         "round", "trunc", "sinh", "cosh", "asin", "acos", "atan", "atan2", "exp2", "log2", "fabs", "fmin",
-         "fmax", "max", "min", "div", "mod"}
-
-
-def _define(trace: _Trace, op: str, vars: list[str], shape: Sequence[int | str], value: Any,
-            kind: str = "elementwise") -> Tensor:
-    p = trace.program
-    base = f"{op}_v" if op in _LIBM else op
-    return Tensor(p.define(p.unique_name(base), vars, list(shape), value, kind, op), trace)
-
-
 def call(op: str, *inputs: Tensor, name: str = "", **attrs: Any) -> Tensor:
     """Calls library operator `op` by name (the one generic binding, ops::call)."""
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: input {i} must be a pypto.Tensor, got {type(t).__name__}")
     trace = _trace_of(inputs)
-    try:
-        h = _pto.ops_call(op, [t._h for t in inputs], json.dumps(attrs), name)
-    except ShapeError as e:
-        # Some library operators need static sizes on some dims (e.g. the normalized
-        # dim of layer_norm); a kernel then specializes per shape instead of failing.
-        symbolic = any(isinstance(d, str) for t in inputs for d in t.shape)
-        if symbolic and ("symbolic" in str(e) or "static" in str(e)):
-            raise NeedsStaticShape(str(e)) from e
-        raise
-    return Tensor(h, trace)
+    # A SymbolicSizeError (the op needs the value of a symbolic dim) propagates:
+    # the kernel then specializes this signature per shape instead of failing.
+    return Tensor(_pto.ops_call(op, [t._h for t in inputs], json.dumps(attrs), name), trace)
 
 
 def elementwise(op: str, inputs: Sequence[Tensor], f: Callable[..., Any], dtype: str | None = None) -> Tensor:
@@ -409,56 +375,56 @@ def elementwise(op: str, inputs: Sequence[Tensor], f: Callable[..., Any], dtype:
     value = f(*args)
     if dtype is not None:
         value = _pto.cast(dtype, value)
-    return _define(trace, op, vars, shape, value)
+    # Stage names may equal C library functions (`tanh`): the lowering renames
+    # those in the generated code (backends/Lower.cpp), so any name is fine here.
+    p = trace.program
+    return Tensor(p.define(p.unique_name(op), vars, list(shape), value, "elementwise", op), trace)
 
 
-def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
-    """numpy reshape (row-major) as an index map; symbolic dims may only gain or lose size-1 dims."""
+def reshape(x: Tensor, shape: Sequence[int | str]) -> Tensor:
+    """numpy reshape (row-major) through the C++ `reshape`; -1 infers one size.
+
+    Symbolic dims are kept where they stay in place (C++ copies leading ones) or
+    where only size-1 dims are added or removed (squeeze + unsqueeze); merging or
+    splitting a symbolic dim raises SymbolicSizeError (the kernel goes static).
+    """
     shape = [int(d) if isinstance(d, (int, np.integer)) else d for d in shape]
     if list(shape) == list(x.shape):
         return x
-    if all(isinstance(d, int) for d in x.shape):
-        n = int(np.prod(x.shape, dtype=np.int64))
-        if sum(1 for d in shape if d == -1) > 1 or any(not isinstance(d, int) for d in shape):
-            raise ShapeError(f"reshape: bad shape {list(shape)} for '{x.name}' of shape {list(x.shape)}")
-        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
-        if -1 in shape:
-            if known == 0 or n % known:
-                raise ShapeError(f"reshape: cannot infer -1 in {list(shape)} for {n} elements of '{x.name}'")
-            shape = [n // known if d == -1 else d for d in shape]
-        if int(np.prod(shape, dtype=np.int64)) != n:
-            raise ShapeError(f"reshape: '{x.name}' of shape {list(x.shape)} ({n} elements) cannot become "
-                             f"{list(shape)} ({int(np.prod(shape, dtype=np.int64))} elements)")
-        vars = [f"i{k}" for k in range(len(shape))]
-        flat: Any = 0
-        stride = 1
-        for k in range(len(shape) - 1, -1, -1):
-            if shape[k] != 1:
-                flat = _pto.var(vars[k]) * stride + flat
-            stride *= shape[k]
-        idx = []
-        stride = 1
-        for k in range(x.ndim - 1, -1, -1):
-            e = flat / stride if stride != 1 else flat
-            idx.append(e % x.shape[k] if k > 0 else e)
-            stride *= x.shape[k]
-        return _define(x._trace, "reshape", vars, shape, x._h(*idx[::-1]), "data_movement")
-    # Symbolic: only adding/removing unit dims keeps an affine index map.
-    if [d for d in shape if d != 1] != [d for d in x.shape if d != 1]:
-        raise NeedsStaticShape(f"reshape of '{x.name}' {list(x.shape)} to {list(shape)} merges or splits "
-                               "symbolic dims (an index map over symbolic sizes needs a library 'reshape' "
-                               "operator, which the C++ operator library does not have yet)")
-    vars = [f"i{k}" for k in range(len(shape))]
-    src = iter(k for k, d in enumerate(shape) if d != 1)
-    idx = [0 if d == 1 else _pto.var(vars[next(src)]) for d in x.shape]
-    return _define(x._trace, "reshape", vars, shape, x._h(*idx), "data_movement")
+    if any(isinstance(d, int) and (d == 0 or d < -1) for d in shape):
+        raise ShapeError(f"reshape: bad shape {list(shape)} for '{x.name}' of shape {list(x.shape)} "
+                         "(sizes are > 0, or -1 to infer one; empty tensors are not supported)")
+    if any(isinstance(d, str) for d in x.shape) and [d for d in shape if d != 1] == [d for d in x.shape if d != 1]:
+        y = x
+        units = [k for k, d in enumerate(x.shape) if d == 1]
+        if units:
+            y = call("squeeze", y, axes=units)
+        new = [k for k, d in enumerate(shape) if d == 1]
+        return call("unsqueeze", y, axes=new) if new else y
+    target = []
+    for k, d in enumerate(shape):
+        if isinstance(d, str):
+            if k >= x.ndim or x.shape[k] != d:
+                raise SymbolicSizeError(f"reshape of '{x.name}' {list(x.shape)} to {list(shape)} moves symbolic "
+                                        f"'{d}' to axis {k}")
+            d = 0  # the C++ reshape's "copy this input dim"
+        target.append(d)
+    return call("reshape", x, shape=target)
 
 
 def _getitem(x: Tensor, key: Any) -> Tensor:
+    """numpy basic indexing as C++ ops: `slice` (ints are one-element slices), `squeeze`
+    (the int-indexed axes), `unsqueeze` (the `None`s); a lone Tensor index is `gather`."""
     key = key if isinstance(key, tuple) else (key,)
-    if any(isinstance(k, (Tensor, list, np.ndarray)) for k in key):
-        raise NotImplementedError("indexing with arrays (gather) needs a library 'gather' operator, which the "
-                                  "C++ operator library does not have yet")
+    at = [a for a, k in enumerate(key) if isinstance(k, Tensor)]
+    if at:
+        if len(at) == 1 and all(isinstance(k, Tensor) or k == slice(None) for k in key):
+            return x.take(key[at[0]], axis=at[0])
+        raise NotImplementedError("indexing with a pypto.Tensor is supported alone or among full slices "
+                                  "(x[i], x[:, i]: gather); use x.take(i, axis) and slice separately")
+    if any(isinstance(k, (list, np.ndarray)) for k in key):
+        raise NotImplementedError("indexing with a list or array constant: pass the indices to the kernel as an "
+                                  "integer argument (a pypto.Tensor) and index with it (gather)")
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
     if n_real > x.ndim:
         raise IndexError(f"too many indices for '{x.name}' of shape {list(x.shape)}: {n_real}")
@@ -466,12 +432,14 @@ def _getitem(x: Tensor, key: Any) -> Tensor:
         i = key.index(Ellipsis)
         key = key[:i] + (slice(None),) * (x.ndim - n_real) + key[i + 1:]
     key = key + (slice(None),) * (x.ndim - sum(1 for k in key if k is not None))
-    out_shape: list[int | str] = []
-    idx: list[Any] = []
-    axis = 0
+    starts, ends, axes, steps = [], [], [], []
+    drop: list[int] = []   # axes of x an integer removes
+    new: list[int] = []    # axes of the result a None inserts
+    axis = pos = 0
     for k in key:
         if k is None:
-            out_shape.append(1)
+            new.append(pos)
+            pos += 1
             continue
         d = x.shape[axis]
         if isinstance(k, (int, np.integer)):
@@ -480,29 +448,26 @@ def _getitem(x: Tensor, key: Any) -> Tensor:
                 if not -d <= k < d:
                     raise IndexError(f"index {k} is out of bounds for axis {axis} of '{x.name}' (size {d})")
                 k %= d
-            elif k < 0:
-                raise NeedsStaticShape(f"negative index {k} on symbolic axis {axis} ('{d}') of '{x.name}'")
-            idx.append(k)
+            starts.append(k)
+            ends.append(k + 1 if k != -1 else _OPEN)
+            axes.append(axis)
+            steps.append(1)
+            drop.append(axis)
         elif isinstance(k, slice):
-            v = _pto.var(f"i{len(out_shape)}")
-            if isinstance(d, int):
-                start, stop, step = k.indices(d)
-                n = len(range(start, stop, step))
-                if n == 0:
-                    raise ShapeError(f"slice {k} of axis {axis} of '{x.name}' (size {d}) is empty")
-                out_shape.append(n)
-                idx.append(v * step + start if (step != 1 or start) else v)
-            elif k == slice(None):
-                out_shape.append(d)
-                idx.append(v)
-            else:
-                raise NeedsStaticShape(f"slice {k} of symbolic axis {axis} ('{d}') of '{x.name}': the result "
-                                          "would need a symbolic extent expression")
+            if k != slice(None):
+                step = 1 if k.step is None else int(k.step)
+                starts.append((0 if step > 0 else -1) if k.start is None else int(k.start))
+                ends.append((_OPEN if step > 0 else -_OPEN) if k.stop is None else int(k.stop))
+                axes.append(axis)
+                steps.append(step)
+            pos += 1
         else:
             raise IndexError(f"unsupported index {k!r} for '{x.name}'")
         axis += 1
-    vars = [f"i{k}" for k in range(len(out_shape))]
-    return _define(x._trace, "slice", vars, out_shape, x._h(*idx), "data_movement")
+    y = call("slice", x, starts=starts, ends=ends, axes=axes, steps=steps) if starts else x
+    if drop:
+        y = call("squeeze", y, axes=drop)
+    return call("unsqueeze", y, axes=new) if new else y
 
 
 # ---- functions ------------------------------------------------------------------
@@ -547,3 +512,12 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
     return x.transpose(*(axes or ()))
+
+
+def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+    """numpy concatenate through the C++ `concat` (the joined axis must be static)."""
+    return call("concat", *tensors, axis=int(axis))
+
+
+def take(x: Tensor, indices: Tensor, axis: int | None = None) -> Tensor:
+    return x.take(indices, axis)

@@ -1,4 +1,9 @@
+// One table maps each pto::Error subclass to its Python class (Errors.h), so
+// adding an error type is one row here, not a class creation plus a catch.
 #include "Errors.h"
+
+#include <iterator>
+#include <string>
 
 #include "dsl/Error.h"
 
@@ -6,6 +11,46 @@ namespace pto::py {
 namespace {
 
 namespace py = pybind11;
+
+template <class E>
+bool is(const pto::Error& e) {
+  return dynamic_cast<const E*>(&e) != nullptr;
+}
+
+struct ErrorClass {
+  const char* name;
+  bool (*matches)(const pto::Error&);
+  const char* parent;  // a Python class made by an earlier row; nullptr: PtoError
+  PyObject* builtin;   // the builtin a Python user expects, or nullptr (the parent has it)
+  const char* doc;
+  PyObject* cls = nullptr;
+};
+
+// A parent comes before its children; the translator walks the table
+// backwards, so the most derived class matches first.
+ErrorClass* table(size_t& n) {
+  static ErrorClass rows[] = {
+      {"ShapeError", is<ShapeError>, nullptr, PyExc_ValueError,
+       "Rank, extent or broadcasting mismatch."},
+      {"SymbolicSizeError", is<SymbolicSizeError>, "ShapeError", nullptr,
+       "An operator needs the value of a dim that is a symbolic size; static sizes would do."},
+      {"DTypeError", is<DTypeError>, nullptr, PyExc_TypeError,
+       "Unsupported or mismatched element type."},
+      {"DefinitionError", is<DefinitionError>, nullptr, PyExc_ValueError,
+       "Malformed definition: unknown tensor or operator, bad attribute."},
+      {"ScheduleError", is<ScheduleError>, nullptr, PyExc_ValueError, "Invalid schedule."},
+      {"TargetError", is<TargetError>, nullptr, PyExc_ValueError, "Unknown or unsupported target."},
+      {"CompileError", is<CompileError>, nullptr, PyExc_RuntimeError, "Code generation failed."},
+      {"KernelError", is<RuntimeError>, nullptr, PyExc_RuntimeError,
+       "A compiled kernel failed while running."},
+      {"DeviceMemoryError", is<MemoryError>, "KernelError", PyExc_MemoryError,
+       "DEVICE_MEMORY_EXHAUSTED: an allocation was refused."},
+  };
+  n = std::size(rows);
+  return rows;
+}
+
+PyObject* base_class = nullptr;  // PtoError
 
 // A new exception class `name` in module `m` deriving from `bases` (a tuple).
 // The object lives as long as the module (stored as a module attribute).
@@ -20,41 +65,32 @@ PyObject* new_exception(py::module_& m, const char* name, py::tuple bases, const
 }  // namespace
 
 void bind_errors(py::module_& m) {
-  PyObject* base = new_exception(m, "PtoError", py::make_tuple(py::handle(PyExc_Exception)),
-                                 "Base class of every error PTO raises.");
-  auto with = [&](PyObject* builtin) { return py::make_tuple(py::handle(base), py::handle(builtin)); };
-  static PyObject* shape = new_exception(m, "ShapeError", with(PyExc_ValueError), "Rank, extent or broadcasting mismatch.");
-  static PyObject* dtype = new_exception(m, "DTypeError", with(PyExc_TypeError), "Unsupported or mismatched element type.");
-  static PyObject* defn = new_exception(m, "DefinitionError", with(PyExc_ValueError),
-                                        "Malformed definition: unknown tensor or operator, bad attribute.");
-  static PyObject* sched = new_exception(m, "ScheduleError", with(PyExc_ValueError), "Invalid schedule.");
-  static PyObject* target = new_exception(m, "TargetError", with(PyExc_ValueError), "Unknown or unsupported target.");
-  static PyObject* compile = new_exception(m, "CompileError", with(PyExc_RuntimeError), "Code generation failed.");
-  static PyObject* run = new_exception(m, "KernelError", with(PyExc_RuntimeError), "A compiled kernel failed while running.");
-  static PyObject* mem = new_exception(m, "DeviceMemoryError", py::make_tuple(py::handle(run), py::handle(PyExc_MemoryError)),
-                                       "DEVICE_MEMORY_EXHAUSTED: an allocation was refused.");
-  static PyObject* other = base;
+  base_class = new_exception(m, "PtoError", py::make_tuple(py::handle(PyExc_Exception)),
+                             "Base class of every error PTO raises.");
+  size_t n = 0;
+  ErrorClass* rows = table(n);
+  for (size_t i = 0; i < n; ++i) {
+    PyObject* parent = base_class;
+    for (size_t j = 0; j < i && rows[i].parent; ++j)
+      if (std::string(rows[j].name) == rows[i].parent) parent = rows[j].cls;
+    py::tuple bases = rows[i].builtin
+                          ? py::make_tuple(py::handle(parent), py::handle(rows[i].builtin))
+                          : py::make_tuple(py::handle(parent));
+    rows[i].cls = new_exception(m, rows[i].name, bases, rows[i].doc);
+  }
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const pto::ShapeError& e) {
-      PyErr_SetString(shape, e.what());
-    } catch (const pto::DTypeError& e) {
-      PyErr_SetString(dtype, e.what());
-    } catch (const pto::DefinitionError& e) {
-      PyErr_SetString(defn, e.what());
-    } catch (const pto::ScheduleError& e) {
-      PyErr_SetString(sched, e.what());
-    } catch (const pto::TargetError& e) {
-      PyErr_SetString(target, e.what());
-    } catch (const pto::CompileError& e) {
-      PyErr_SetString(compile, e.what());
-    } catch (const pto::MemoryError& e) {
-      PyErr_SetString(mem, e.what());
-    } catch (const pto::RuntimeError& e) {
-      PyErr_SetString(run, e.what());
     } catch (const pto::Error& e) {
-      PyErr_SetString(other, e.what());
+      size_t count = 0;
+      ErrorClass* all = table(count);
+      for (size_t i = count; i-- > 0;) {
+        if (all[i].matches(e)) {
+          PyErr_SetString(all[i].cls, e.what());
+          return;
+        }
+      }
+      PyErr_SetString(base_class, e.what());
     }
   });
 }

@@ -19,3 +19,11 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+@pytest.fixture(autouse=True)
+def tuning_db(tmp_path, monkeypatch):
+    """A fresh tuning database per test: tuning never reads or writes the user's, nor resumes."""
+    path = str(tmp_path / "tuning.db")
+    monkeypatch.setenv("PTO_TUNING_DB", path)
+    return path

@@ -72,3 +72,23 @@ def test_schedule_objects_round_trip_through_cpp():
     assert back.to_dict() == want
     assert json.loads(back.to_json())["stages"]["C"]["tile"] == {"i": [64, 8], "j": [32]}
     assert "C" in back and back.serial().to_dict()["stages"]["C"].get("parallel") is None
+
+
+def test_error_classes_keep_the_cpp_hierarchy_and_the_builtins():
+    # (class, its PTO parent, the builtin it also is): python/src/Errors.cpp's table.
+    table = [(pypto.ShapeError, pypto.PtoError, ValueError), (pypto.SymbolicSizeError, pypto.ShapeError, ValueError),
+             (pypto.DTypeError, pypto.PtoError, TypeError), (pypto.DefinitionError, pypto.PtoError, ValueError),
+             (pypto.ScheduleError, pypto.PtoError, ValueError), (pypto.TargetError, pypto.PtoError, ValueError),
+             (pypto.CompileError, pypto.PtoError, RuntimeError), (pypto.KernelError, pypto.PtoError, RuntimeError),
+             (pypto.DeviceMemoryError, pypto.KernelError, MemoryError)]
+    for cls, parent, builtin in table:
+        assert issubclass(cls, parent) and issubclass(cls, builtin) and cls.__doc__, cls
+    assert not issubclass(pypto.ShapeError, pypto.SymbolicSizeError)
+    # C++ throws the most derived type; the translator picks the matching class.
+    with pytest.raises(pypto.SymbolicSizeError, match="symbolic 'n'"):
+        p = _pto.Program("s")
+        _pto.ops_call("slice", [p.input("x", ["n"], "f32")], json.dumps({"starts": [1], "ends": [2]}), "")
+    with pytest.raises(pypto.ShapeError) as e:
+        p = _pto.Program("t")
+        _pto.ops_call("reshape", [p.input("x", [4], "f32")], json.dumps({"shape": [3]}), "")
+    assert type(e.value) is pypto.ShapeError
