@@ -40,7 +40,8 @@ void map_stage(const Stage& st, const Target& t, StageSchedule& ss) {
 
 Schedule gpu_default_schedule(const Program& p, const Target& t) {
   if (!t.has_device())
-    throw TargetError("gpu_default_schedule: target '" + t.name + "' has no GPU device; use e.g. host-opencl or cuda");
+    throw TargetError("gpu_default_schedule: target '" + t.name +
+                      "' has no GPU device; use e.g. host-opencl or cuda");
   Schedule s;
   for (const Stage& st : p.stages()) {
     const bool out = defaults::is_output(p, st.name);

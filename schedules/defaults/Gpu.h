@@ -12,9 +12,9 @@
 // and serial in each thread, so it runs on the device too.
 #pragma once
 
-#include "target/Target.h"
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"
+#include "target/Target.h"
 
 namespace pto {
 

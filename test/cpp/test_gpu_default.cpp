@@ -6,7 +6,6 @@
 // library records the same schedule a JIT kernel is built with and that
 // schedule runs on the OpenCL device (PoCL) within float64 tolerance.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,9 +24,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::map<std::string, int64_t> kMatmul{{"M", 20}, {"N", 40}, {"K", 8}}, kRows{{"R", 7}, {"C", 37}};
+const std::map<std::string, int64_t> kMatmul{{"M", 20}, {"N", 40}, {"K", 8}},
+    kRows{{"R", 7}, {"C", 37}};
 
-Program workload(const std::string& w) { return make_workload(w, w.find("matmul") == 0 ? kMatmul : kRows); }
+Program workload(const std::string& w) {
+  return make_workload(w, w.find("matmul") == 0 ? kMatmul : kRows);
+}
 
 size_t stages_on_device(const Schedule& s, const std::string& device) {
   size_t n = 0;
@@ -38,7 +40,8 @@ size_t stages_on_device(const Schedule& s, const std::string& device) {
 
 }  // namespace
 
-TEST_CASE("default_schedule gives device targets the GPU default and CPU targets a host schedule", "[defaults][device]") {
+TEST_CASE("default_schedule gives device targets the GPU default and CPU targets a host schedule",
+          "[defaults][device]") {
   for (const std::string w : {"matmul_bias_relu", "softmax", "layer_norm"}) {
     const Program p = workload(w);
     for (const std::string target : {"host-opencl", "cuda"}) {
@@ -64,7 +67,8 @@ TEST_CASE("default_schedule gives device targets the GPU default and CPU targets
   }
 }
 
-TEST_CASE("a generated library and a JIT kernel get the same default schedule on host-opencl", "[defaults][device][opencl]") {
+TEST_CASE("a generated library and a JIT kernel get the same default schedule on host-opencl",
+          "[defaults][device][opencl]") {
   const Target t = parse_target("host-opencl");
   const Program p = workload("softmax");
   const Schedule jit_default = default_schedule(p, t);
@@ -80,7 +84,8 @@ TEST_CASE("a generated library and a JIT kernel get the same default schedule on
   const GeneratedLibrary lib = generate_library({spec}, o, dir.string());
   std::stringstream header;
   header << std::ifstream(lib.header).rdbuf();
-  CHECK_THAT(header.str(), Contains("schedule for host-opencl: " + schedule_to_json_string(jit_default, -1)));
+  CHECK_THAT(header.str(),
+             Contains("schedule for host-opencl: " + schedule_to_json_string(jit_default, -1)));
 
   // That schedule, JIT-compiled, runs on the device and matches float64.
   std::mt19937 rng(5);
@@ -92,6 +97,7 @@ TEST_CASE("a generated library and a JIT kernel get the same default schedule on
   }
   const Kernel k(p, jit_default, t);
   // f32 on the device: exp within a few ulp, 37-term sums: relative error ~1e-6.
-  CHECK(test::tolerance_ratio(test::run_f32(k, in)[0], interpret(p, in).at("Y"), 1e-5, 1e-6) <= 1.0);
+  CHECK(test::tolerance_ratio(test::run_f32(k, in)[0], interpret(p, in).at("Y"), 1e-5, 1e-6) <=
+        1.0);
   fs::remove_all(dir);
 }
