@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "backends/Archive.h"
-#include "backends/DeviceSchedule.h"
 #include "backends/Lower.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/defaults/Defaults.h"
@@ -258,7 +257,7 @@ std::string kernel_function_name(const std::string& library, const std::string& 
 Schedule schedule_for(const KernelSpec& k, const Target& t) {
   if (auto it = k.schedules.find(t.name); it != k.schedules.end()) return it->second;
   if (auto it = k.schedules.find("*"); it != k.schedules.end()) return it->second;
-  return t.has_device() ? device_schedule(k.program, t) : default_schedule(k.program, t);
+  return default_schedule(k.program, t);
 }
 
 GeneratedLibrary generate_library(const std::vector<KernelSpec>& kernels, const LibraryOptions& opts,

@@ -34,8 +34,8 @@ namespace pto {
 struct KernelSpec {
   std::string name;  // C function: <library>_<name>, or <name> when it equals the library name
   Program program;
-  // Schedules by target name ("*" = any target); a target without one gets the
-  // default schedule (device_schedule for targets with a GPU device).
+  // Schedules by target name ("*" = any target); a target without one gets
+  // default_schedule (the GPU default for targets with a device).
   std::map<std::string, Schedule> schedules;
 };
 

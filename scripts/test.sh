@@ -3,6 +3,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# The layering check first: it takes a moment, the build takes minutes (ctest runs it too).
+bash scripts/check_layers.sh
 bash scripts/build.sh
 export PATH="$root/.venv/bin:$PATH"
 (cd "${PTO_BUILD_DIR:-build}" && ctest --output-on-failure -j "${PTO_TEST_JOBS:-2}" --timeout 900)

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "schedules/defaults/Gpu.h"
 #include "schedules/defaults/Rules.h"
 
 namespace pto {
@@ -91,6 +92,7 @@ using namespace defaults;
 Schedule plain_schedule(const Program&) { return Schedule{}; }
 
 Schedule default_schedule(const Program& p, const Target& t) {
+  if (t.has_device()) return gpu_default_schedule(p, t);
   Schedule s;
   for (const Stage& st : p.stages()) {
     if (s.find(st.name)) continue;  // already placed by a consumer's rule

@@ -8,7 +8,8 @@
 // the same way, reads a padded input materialized once, and, when its weights
 // outweigh its input, runs channel tiles outermost with a blocked reduction;
 // other root stages are parallel over their outer dim and vectorized along
-// the contiguous one.
+// the contiguous one. Targets with a GPU device get the GPU default (Gpu.h)
+// instead: every caller (JIT users, pto, generators, the tuner) asks here.
 #pragma once
 
 #include "target/Target.h"

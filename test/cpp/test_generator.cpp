@@ -10,13 +10,13 @@
 
 #include "Helpers.h"
 #include "backends/Archive.h"
-#include "backends/DeviceSchedule.h"
 #include "backends/GeneratorRegistry.h"
 #include "backends/Lower.h"
 #include "dsl/Workloads.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
+#include "schedules/defaults/Gpu.h"
 
 using namespace pto;
 using Catch::Matchers::Contains;
@@ -175,7 +175,7 @@ TEST_CASE("device schedules put every materialized stage on the GPU and validate
     const std::map<std::string, int64_t> mm{{"M", 20}, {"N", 40}, {"K", 8}}, rows{{"R", 5}, {"C", 33}};
     for (const std::string w : {"matmul", "softmax", "layer_norm", "matmul_bias_relu"}) {
       const Program p = make_workload(w, w.find("matmul") == 0 ? mm : rows);
-      const Schedule s = device_schedule(p, t);
+      const Schedule s = default_schedule(p, t);
       CHECK_NOTHROW(validate(p, s, &t));
       for (const auto& [stage, ss] : s.stages) {
         if (ss.compute.kind == Placement::Kind::Inline) continue;
@@ -185,7 +185,7 @@ TEST_CASE("device schedules put every materialized stage on the GPU and validate
       CHECK_NOTHROW(lower(p, s, t));
     }
   }
-  CHECK_THROWS_AS(device_schedule(make_workload("softmax"), parse_target("host")), TargetError);
+  CHECK_THROWS_AS(gpu_default_schedule(make_workload("softmax"), parse_target("host")), TargetError);
 }
 
 TEST_CASE("JIT on the OpenCL device (PoCL) matches the float64 reference", "[generator][device][opencl]") {
@@ -199,7 +199,7 @@ TEST_CASE("JIT on the OpenCL device (PoCL) matches the float64 reference", "[gen
       for (const Dim& d : i.shape) shape.push_back(d.value);
       in[i.name] = test::random_tensor(shape, rng, -2, 2);
     }
-    const Kernel k(p, device_schedule(p, t), t);
+    const Kernel k(p, default_schedule(p, t), t);
     // f32 on the device: exp/sqrt within a few ulp, 37-term sums: relative error ~1e-6.
     CHECK(test::tolerance_ratio(test::run_f32(k, in)[0], interpret(p, in).at("Y"), 1e-5, 1e-6) <= 1.0);
   }

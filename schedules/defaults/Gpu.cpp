@@ -1,16 +1,12 @@
-#include "backends/DeviceSchedule.h"
+#include "schedules/defaults/Gpu.h"
 
 #include <algorithm>
 
 #include "dsl/Error.h"
+#include "schedules/defaults/Rules.h"
 
 namespace pto {
 namespace {
-
-bool is_output(const Program& p, const std::string& n) {
-  const auto o = p.outputs();
-  return std::find(o.begin(), o.end(), n) != o.end();
-}
 
 // Blocks x threads over the (up to) two innermost pure dims of `st`.
 void map_stage(const Stage& st, const Target& t, StageSchedule& ss) {
@@ -42,12 +38,13 @@ void map_stage(const Stage& st, const Target& t, StageSchedule& ss) {
 
 }  // namespace
 
-Schedule device_schedule(const Program& p, const Target& t) {
+Schedule gpu_default_schedule(const Program& p, const Target& t) {
   if (!t.has_device())
-    throw TargetError("device_schedule: target '" + t.name + "' has no GPU device; use e.g. host-opencl or cuda");
+    throw TargetError("gpu_default_schedule: target '" + t.name +
+                      "' has no GPU device; use e.g. host-opencl or cuda");
   Schedule s;
   for (const Stage& st : p.stages()) {
-    const bool out = is_output(p, st.name);
+    const bool out = defaults::is_output(p, st.name);
     if (!st.reduce && !out && (st.kind == OpKind::Elementwise || st.kind == OpKind::DataMovement)) {
       s[st.name].compute.kind = Placement::Kind::Inline;
       continue;
