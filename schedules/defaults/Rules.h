@@ -23,7 +23,6 @@
 namespace pto::defaults {
 
 // Defaults.cpp
-bool is_output(const Program& p, const std::string& n);
 int64_t static_extent(const Dim& d);  // -1 when symbolic
 LoopSchedule parallel_vectorized(const Stage& st, const Target& t);
 void wide_arithmetic(const Program& p, Schedule& s);  // f32 compute and accumulation for bf16 / f16 stages
