@@ -79,7 +79,7 @@ class ApplyContext {
 };
 
 // What the explain printer offers a directive that prints a reduction's
-// update itself (accumulator tiles, rfactor's intermediate).
+// update itself (accumulator tiles, intermediates of partial reductions).
 class ExplainContext {
  public:
   virtual ~ExplainContext() = default;
