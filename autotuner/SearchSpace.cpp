@@ -9,6 +9,8 @@
 #include "dsl/Error.h"
 #include "schedules/LoopNest.h"
 #include "schedules/defaults/Defaults.h"
+#include "schedules/directives/Placement.h"
+#include "schedules/directives/RFactor.h"
 
 namespace pto::tuner {
 namespace {
@@ -33,31 +35,10 @@ constexpr int kPlaceRoot = 0, kPlaceInline = 1, kPlaceAt = 2, kAtLevels = 4;
 
 int64_t extent_or(const Dim& d, int64_t fallback) { return d.is_symbolic() ? fallback : d.value; }
 
-bool is_output(const Program& p, const std::string& n) {
-  const auto o = p.outputs();
-  return std::find(o.begin(), o.end(), n) != o.end();
-}
-
 std::vector<int64_t> fitting(std::vector<int64_t> candidates, int64_t extent) {
   std::vector<int64_t> r{0};
   for (int64_t c : candidates)
     if (c >= 1 && (extent < 0 || c <= extent) && std::find(r.begin(), r.end(), c) == r.end()) r.push_back(c);
-  return r;
-}
-
-
-// The materialized stages that read `name`, looking through inlined consumers.
-std::set<std::string> resolved_consumers(const Program& p, const std::string& name, const Schedule& s) {
-  std::set<std::string> r;
-  for (const auto& c : p.consumers(name)) {
-    const StageSchedule* cs = s.find(c);
-    if (cs && cs->compute.kind == Placement::Kind::Inline) {
-      const auto sub = resolved_consumers(p, c, s);
-      r.insert(sub.begin(), sub.end());
-    } else {
-      r.insert(c);
-    }
-  }
   return r;
 }
 
@@ -78,15 +59,15 @@ TiledNames tiled_names(const Stage& st, int64_t ta, int64_t tb, bool swap, int64
   if (r == 0) return n;
   const std::string b = st.vars[r - 1];
   const std::string a = r >= 2 ? st.vars[r - 2] : "";
-  for (size_t k = 0; k + 2 < r; ++k) n.outer.push_back(tc && k + 3 == r ? st.vars[k] + "_o" : st.vars[k]);
-  if (tc && r >= 3) n.points.push_back(st.vars[r - 3] + "_i");
-  if (!a.empty()) n.tiles.push_back(ta ? a + "_o" : a);
-  n.tiles.push_back(tb ? b + "_o" : b);
+  for (size_t k = 0; k + 2 < r; ++k) n.outer.push_back(tc && k + 3 == r ? outer_loop(st.vars[k]) : st.vars[k]);
+  if (tc && r >= 3) n.points.push_back(inner_loop(st.vars[r - 3]));
+  if (!a.empty()) n.tiles.push_back(ta ? outer_loop(a) : a);
+  n.tiles.push_back(tb ? outer_loop(b) : b);
   if (swap && n.tiles.size() == 2) std::swap(n.tiles[0], n.tiles[1]);
-  if (!a.empty() && ta) n.points.push_back(a + "_i");
-  if (tb) n.points.push_back(b + "_i");
-  n.innermost_b = tb ? b + "_i" : b;
-  n.row_point = a.empty() ? "" : (ta ? a + "_i" : a);
+  if (!a.empty() && ta) n.points.push_back(inner_loop(a));
+  if (tb) n.points.push_back(inner_loop(b));
+  n.innermost_b = tb ? inner_loop(b) : b;
+  n.row_point = a.empty() ? "" : (ta ? inner_loop(a) : a);
   return n;
 }
 
@@ -104,7 +85,7 @@ void SearchSpace::add_stage_knobs(const Stage& st) {
   auto add = [&](const std::string& name, std::vector<int64_t> values) {
     if (values.size() > 1) knobs_.push_back({st.name, name, std::move(values)});
   };
-  const bool out = is_output(p_, st.name);
+  const bool out = p_.is_output(st.name);
   const bool has_consumers = !p_.consumers(st.name).empty();
   std::vector<int64_t> place{kPlaceRoot};
   if (!out && !st.reduce) place.push_back(kPlaceInline);
@@ -137,13 +118,16 @@ void SearchSpace::add_stage_knobs(const Stage& st) {
       if (r >= 2) add("update_unroll_a", {-1, 0, 2, 4});
       add("update_unroll_b", {-1, 0});
       if (t_.cores > 1) add("update_parallel", {0, 1});
-      // Vectorized partial results (rfactor) of the innermost reduction variable.
+      // Vectorized partial results (rfactor) of the innermost reduction
+      // variable, by 1, 2 or 4 vectors (fewer than the whole row) among the
+      // factors the directive accepts.
       const RVar& rv = st.rvars.back();
-      const bool assoc = *st.reduce != ReduceOp::ArgMin && *st.reduce != ReduceOp::ArgMax;
-      if (assoc && !rv.extent.is_symbolic() && lanes > 1 && !t_.has_device()) {
+      if (lanes > 1 && !t_.has_device()) {
+        const auto valid = directives::rfactor_candidates(st, &t_, st.dtype);
         std::vector<int64_t> rf{0};
         for (const int64_t f : {lanes, 2 * lanes, 4 * lanes})
-          if (f < rv.extent.value && rv.extent.value % f == 0) rf.push_back(f);
+          if (f < extent_or(rv.extent, -1) && std::find(valid.begin(), valid.end(), RFactor{rv.name, static_cast<int>(f)}) != valid.end())
+            rf.push_back(f);
         add("rfactor", rf);
       }
     }
@@ -333,7 +317,7 @@ Schedule SearchSpace::decode(const Genome& g) const {
     if (place >= kPlaceAt) {
       // The target: the resolved consumer downstream of all others; every other
       // resolved consumer must itself be computed inside that target's loops.
-      const auto cons = resolved_consumers(p_, n, s);
+      const auto cons = directives::effective_consumers(p_, s, n);
       std::string target;
       for (const auto& c : cons) {
         bool dominates = true;
@@ -344,18 +328,11 @@ Schedule SearchSpace::decode(const Genome& g) const {
       if (!target.empty() && s.find(target)->compute.kind != Placement::Kind::Inline) {
         const Stage& ts = p_.stage(target);
         const StageSchedule& tss = *s.find(target);
-        const LoopSchedule none;
-        std::vector<Loop> loops = loop_nest(ts, ts.reduce ? (tss.update ? *tss.update : none) : tss.loops, ts.reduce.has_value());
+        std::vector<Loop> loops = directives::placement_loops(ts, &tss);
         // Not at reduction loops, nor at loops the target splits by a vector
         // width or unroll factor (validate() rejects those placements).
-        const LoopSchedule& cl = ts.reduce ? (tss.update ? *tss.update : none) : tss.loops;
-        std::erase_if(loops, [&](const Loop& l) {
-          const auto u = cl.unroll.find(l.name);
-          const bool unroll_split = u != cl.unroll.end() && u->second != 0 && !(l.extent == u->second && l.name != l.dim);
-          const bool vector_split = cl.vectorize == l.name && cl.vector_width != 0 &&
-                                    !(l.extent == cl.vector_width && l.name != l.dim);
-          return l.reduction || unroll_split || vector_split;
-        });
+        const LoopSchedule& cl = directives::last_definition_loops(ts, &tss);
+        std::erase_if(loops, [&](const Loop& l) { return l.reduction || factor_split(cl, l); });
         int64_t level = std::min<int64_t>(place - kPlaceAt, static_cast<int64_t>(loops.size()) - 1);
         bool ok = !loops.empty();
         for (const auto& c : cons) {
@@ -411,15 +388,15 @@ Schedule SearchSpace::decode(const Genome& g) const {
         const int64_t uc = r >= 3 ? k("update_tile_c", 0) : 0;
         if (uc) {
           up.tile[st.vars[r - 3]] = {uc};
-          up.unroll[st.vars[r - 3] + "_i"] = 0;
+          up.unroll[inner_loop(st.vars[r - 3])] = 0;
         }
         const TiledNames un = tiled_names(st, ua, ub, false, uc);
         std::vector<std::string> rl;
         for (size_t q = 0; q < st.rvars.size(); ++q) {
           const std::string& rv = st.rvars[q].name;
           if (q == 0 && ur) {
-            rl.push_back(rv + "_o");
-            rl.push_back(rv + "_i");
+            rl.push_back(outer_loop(rv));
+            rl.push_back(inner_loop(rv));
           } else {
             rl.push_back(rv);
           }
@@ -471,7 +448,7 @@ Schedule SearchSpace::decode(const Genome& g) const {
     if (storage == 2) ss.precision.storage = DType::F16;
   }
   // What the program's types and layouts call for (f32 arithmetic for bf16
-  // stages, dot_pairs for operands in pairs), as the default has it: without
+  // stages, pair sums for operands in pairs), as the default has it: without
   // it every candidate of a bf16 convolution accumulated in bf16 and failed
   // the check, and read pair-blocked weights as strided gathers.
   apply_type_rules(p_, t_, s);

@@ -5,9 +5,10 @@
 #include <set>
 
 #include "dsl/IRVisitor.h"
-#include "dsl/ZeroPadding.h"
 #include "schedules/LoopNest.h"
 #include "schedules/Validate.h"
+#include "schedules/directives/Directive.h"
+#include "schedules/directives/SkipPadding.h"
 
 namespace pto {
 
@@ -295,7 +296,7 @@ class Lowering {
     }
 
     // dot_pairs: reduction variable k runs as pairs, k = 2 k + k_2, with k_2
-    // the innermost reduction loop (apply_dot_pairs vectorizes it).
+    // the innermost reduction loop (the dot_pairs directive vectorizes it).
     const StageSchedule* sp = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
     const std::string pairs = sp ? sp->dot_pairs : "";
     Halide::RDom rd = make_named_rdom(st, pairs);
@@ -311,19 +312,16 @@ class Lowering {
     // skip_padding: the steps that read the zero padding are left out of the
     // reduction domain (Halide guards them, then trims or folds the guards);
     // with every padded dim skipped, the rest read the unpadded source.
-    Expr value = st.value;
-    if (sp && !sp->skip_padding.empty()) {
-      if (const auto pred = padding_predicate(p_, st, sp->skip_padding)) rd.where(el.lower(*pred));
-      if (const auto through = read_through_padding(p_, st, sp->skip_padding)) value = *through;
-    }
-    Halide::Expr body = el.lower(value);
+    const directives::SkippedPadding skipped = directives::skipped_padding(p_, st, sp);
+    if (skipped.where) rd.where(el.lower(*skipped.where));
+    Halide::Expr body = el.lower(skipped.value);
     // Halide takes an update's reduction domain from the RVars its expressions
     // mention: a body that ignores a reduction variable (sum of a constant, a
     // count) would silently lose that loop. Mention each one with a zero term.
     for (int k = 0; k < rd.dimensions(); ++k)
       body = body + Halide::cast(body.type(), rd[k] * 0);
     const ReduceOp op = *st.reduce;
-    if (op == ReduceOp::ArgMin || op == ReduceOp::ArgMax) {
+    if (st.is_arg_reduction()) {
       Halide::Func g(symbol_name(st.name) + "__arg");
       const Halide::Type vt = body.type();
       g(args) = Halide::Tuple(Halide::cast(Halide::Int(64), 0), op == ReduceOp::ArgMax ? type_min(vt) : type_max(vt));
@@ -370,7 +368,7 @@ class Lowering {
     // so that schedules can split and reorder them as RVars. With `pairs`, that
     // variable counts pairs (extent / 2) and "<pairs>_2" (extent 2) comes first.
     std::vector<Halide::Internal::ReductionVariable> v;
-    if (!pairs.empty()) v.push_back({pairs + "_2", 0, 2});
+    if (!pairs.empty()) v.push_back({pair_loop(pairs), 0, 2});
     for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it) {
       Halide::Expr e = extent(it->extent);
       if (it->name == pairs) e = e / 2;
@@ -379,256 +377,60 @@ class Lowering {
     return Halide::RDom(Halide::Internal::ReductionDomain(v));
   }
 
-  bool is_rvar(const Stage& st, const std::string& loop) {
-    for (const RVar& r : st.rvars) {
-      if (loop == r.name + "_t") return true;  // the intermediate of a two-level split
-      for (size_t lv = 0; lv <= 2; ++lv)
-        for (const auto& n : split_names(r.name, lv))
-          if (n == loop) return true;
-    }
-    return false;
-  }
-
-  // Tails: a root stage's pure loops over static dims shift the last tile
-  // inwards (recomputing a few points, keeping every tile full-size and so
-  // every inner extent constant); everything else is guarded, because a stage
-  // computed at a consumer sees regions of any size, symbolic dims may be
-  // smaller than a tile, and updates must not run twice on one point.
-  void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update, bool root) {
-    const auto nest = loop_nest(st, ls, update);
-    auto vr = [&](const std::string& n) { return Halide::VarOrRVar(n, update && is_rvar(st, n)); };
-    auto tail = [&](const std::string& dim) {
-      for (size_t k = 0; k < st.vars.size(); ++k)
-        if (st.vars[k] == dim && root && !update && !st.shape[k].is_symbolic()) return Halide::TailStrategy::ShiftInwards;
-      return Halide::TailStrategy::GuardWithIf;
-    };
-    auto extent_of = [&](const std::string& n) {
-      for (const Loop& l : nest)
-        if (l.name == n) return l;
-      return Loop{};
-    };
-    // Vector lanes that evenly divide a guarded tile's innermost loop are split
-    // off the dim first, so that the lanes are the innermost split of the dim
-    // itself. Halide's vectorize(x_i, w) splits the inner loop of a guarded
-    // split again, and that shape let guarded lanes store out of bounds (a
-    // crash found by test_differential). Same loops, names and extents.
-    const Loop vl = ls.vectorize.empty() ? Loop{} : extent_of(ls.vectorize);
-    const int w = ls.vector_width;
-    const bool lanes_first = !vl.name.empty() && vl.name != vl.dim && w > 0 && vl.extent > w && vl.extent % w == 0 &&
-                             ls.tile.count(vl.dim) && vl.name == split_names(vl.dim, ls.tile.at(vl.dim).size()).back() &&
-                             tail(vl.dim) == Halide::TailStrategy::GuardWithIf;
-    const std::string lane = vl.dim + "_v";
-    for (const auto& [dim, sizes] : ls.tile) {
-      const auto names = split_names(dim, sizes.size());
-      std::string d = dim;
-      int64_t inner = sizes.back();
-      if (lanes_first && dim == vl.dim) {
-        hs.split(vr(dim), vr(dim + "_x"), vr(lane), w, tail(dim));
-        d = dim + "_x";
-        inner /= w;
-      }
-      if (sizes.size() == 1) {
-        hs.split(vr(d), vr(names[0]), vr(names[1]), static_cast<int>(inner), tail(dim));
-        continue;
-      }
-      // Two levels: split off the innermost tile first, then split its outer
-      // loop into tiles of T1/T2 (same loops and tails). Splitting the outer
-      // tile first and guarding both splits let Halide store guarded vector
-      // lanes out of bounds when the inner loop was vectorized (a crash,
-      // found by test_differential; regression test in test_lowering_regressions.cpp).
-      hs.split(vr(d), vr(dim + "_t"), vr(names[2]), static_cast<int>(inner), tail(dim));
-      hs.split(vr(dim + "_t"), vr(names[0]), vr(names[1]), static_cast<int>(sizes[0] / sizes[1]), tail(dim));
-    }
-    if (!ls.order.empty()) {
-      std::vector<Halide::VarOrRVar> order;  // innermost first; the lanes stay just inside their loop
-      for (auto it = nest.rbegin(); it != nest.rend(); ++it) {
-        if (lanes_first && it->name == vl.name) order.push_back(vr(lane));
-        order.push_back(vr(it->name));
-      }
-      hs.reorder(order);
-    }
-    // A width equal to a tile's inner extent needs no further split; width 0
-    // (or factor 0) means the whole loop, which must have a constant extent.
-    if (lanes_first) {
-      hs.vectorize(vr(lane));
-    } else if (!ls.vectorize.empty()) {
-      const Loop l = extent_of(ls.vectorize);
-      if (w == 0 || (l.extent == w && l.name != l.dim)) hs.vectorize(vr(ls.vectorize));
-      else hs.vectorize(vr(ls.vectorize), w, l.name == l.dim ? tail(l.dim) : Halide::TailStrategy::GuardWithIf);
-    }
-    for (const auto& [n, factor] : ls.unroll) {
-      const Loop l = extent_of(n);
-      if (factor == 0 || (l.extent == factor && l.name != l.dim)) hs.unroll(vr(n));
-      else hs.unroll(vr(n), factor, l.name == l.dim ? tail(l.dim) : Halide::TailStrategy::GuardWithIf);
-    }
-    for (const auto& n : ls.parallel) hs.parallel(vr(n));
-  }
-
+  // The stage's directives, applied in registry order (schedules/directives/);
+  // with a helper Func, those that schedule it first. An inline stage has no
+  // loops of its own: only its placement applies.
   void apply_schedule(const Stage& st) {
-    Halide::Func f = funcs_.at(st.name);
-    const StageSchedule* ss = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
-    // Helper Funcs (argmin/argmax tuples, wide accumulators) are computed
-    // inside the stage's Func and take the stage's "update" directives.
-    if (auto g = helpers_.find(st.name); g != helpers_.end()) {
-      // The accumulator is computed per iteration of `accumulator_at` (a tile
-      // it keeps in registers or cache), else once for the whole stage.
-      if (ss && !ss->accumulator_at.empty()) g->second.compute_at(f, Halide::Var(ss->accumulator_at));
-      else g->second.compute_at(f, Halide::Var::outermost());
-      if (ss && ss->update) apply_loops(st, g->second.update(0), *ss->update, true, false);
-      if (ss && !ss->dot_pairs.empty()) apply_dot_pairs(g->second.update(0), ss->dot_pairs);
-      if (ss && ss->rfactor) apply_rfactor(st, g->second, *ss->rfactor);
-      if (ss) schedule_func(st, f, *ss, false);
-      else f.compute_root();
-      return;
+    const StageSchedule* found = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
+    const StageSchedule none;
+    StageContext c(*this, st, found ? *found : none);
+    const bool inlined = c.schedule().compute.kind == Placement::Kind::Inline;
+    const auto apply_if = [&](auto which) {
+      for (const directives::Directive* d : directives::directives())
+        if ((!inlined || d->applies_to_inline()) && which(*d)) d->apply(c);
+    };
+    if (c.helper()) {
+      apply_if([](const directives::Directive& d) { return d.schedules_reduction(); });
+      apply_if([](const directives::Directive& d) { return !d.schedules_reduction(); });
+    } else {
+      apply_if([](const directives::Directive&) { return true; });
     }
-    if (!ss) {
-      f.compute_root();
-      return;
-    }
-    schedule_func(st, f, *ss, st.reduce.has_value());
   }
 
-  void schedule_func(const Stage& st, Halide::Func f, const StageSchedule& ss, bool has_update) {
+  // What a directive sees of one stage being lowered.
+  class StageContext : public directives::ApplyContext {
+   public:
+    StageContext(Lowering& l, const Stage& st, const StageSchedule& ss) : l_(l), st_(st), ss_(ss) {}
+    const Program& program() const override { return l_.p_; }
+    const Target& target() const override { return l_.t_; }
+    const Stage& stage() const override { return st_; }
+    const StageSchedule& schedule() const override { return ss_; }
+    Halide::Func func() override { return l_.funcs_.at(st_.name); }
+    std::optional<Halide::Func> helper() override {
+      const auto h = l_.helpers_.find(st_.name);
+      if (h == l_.helpers_.end()) return std::nullopt;
+      return h->second;
+    }
     // Producers live in the consumer's last definition: its update, which for
     // a wrapped reduction (argmin/argmax, narrow storage) is the helper Func's.
-    auto consumer_loop = [&](const Placement& pl) {
-      const Stage& c = p_.stage(pl.stage);
-      const auto h = helpers_.find(pl.stage);
-      const Halide::Func cf = c.reduce && h != helpers_.end() ? h->second : funcs_.at(pl.stage);
-      return Halide::LoopLevel(cf, Halide::VarOrRVar(pl.loop, is_rvar(c, pl.loop)));
-    };
-    switch (ss.compute.kind) {
-      case Placement::Kind::Root: f.compute_root(); break;
-      case Placement::Kind::Inline: break;
-      case Placement::Kind::At: f.compute_at(consumer_loop(ss.compute)); break;
+    Halide::LoopLevel consumer_loop(const Placement& pl) override {
+      const Stage& c = l_.p_.stage(pl.stage);
+      const auto h = l_.helpers_.find(pl.stage);
+      const Halide::Func cf = c.reduce && h != l_.helpers_.end() ? h->second : l_.funcs_.at(pl.stage);
+      return Halide::LoopLevel(cf, Halide::VarOrRVar(pl.loop, is_reduction_loop(c, pl.loop)));
     }
-    // `store` places the allocation only (Halide's hoist_storage): the values
-    // computed stay those compute_at asks for. Halide's store_at would also
-    // enable sliding window, which may compute points outside the tensor and
-    // read inputs out of bounds (found by test_differential).
-    if (ss.store && ss.compute.kind == Placement::Kind::At) {
-      if (ss.store->kind == Placement::Kind::Root) f.hoist_storage(Halide::LoopLevel::root());
-      else if (ss.store->kind == Placement::Kind::At) f.hoist_storage(consumer_loop(*ss.store));
+    std::optional<Halide::ImageParam> input(const std::string& tensor) override {
+      const auto in = l_.inputs_.find(tensor);
+      if (in == l_.inputs_.end()) return std::nullopt;
+      return in->second;
     }
-    if (ss.compute.kind == Placement::Kind::Inline) return;
-    const bool root = ss.compute.kind == Placement::Kind::Root;
-    // Packed copies: Halide's in() wrapper of the tensor, used only by the
-    // Func that reads it (the accumulator's when there is one), computed at
-    // the loop and vectorized along its contiguous dim.
-    for (const CacheRead& c : ss.cache) {
-      const auto h = helpers_.find(st.name);
-      const Halide::Func reader = st.reduce && h != helpers_.end() ? h->second : f;
-      Halide::Func w = inputs_.count(c.tensor) ? inputs_.at(c.tensor).in(reader) : funcs_.at(c.tensor).in(reader);
-      // Validation put the loop among the pure loops down to the accumulator tile or the update's loops.
-      const bool in_update = st.reduce && !pure_loop_above_accumulator(st, ss, c.loop);
-      if (in_update) w.compute_at(Halide::LoopLevel(reader, Halide::VarOrRVar(c.loop, is_rvar(st, c.loop))));
-      else w.compute_at(f, Halide::Var(c.loop));
-      const DType dt = p_.tensor(c.tensor).dtype;
-      const int lanes = t_.vector_lanes(dt == DType::Bool ? DType::U8 : dt);
-      // Halide's dim 0 is the tensor's last axis; a transposed copy stores dim 1 innermost.
-      std::vector<Halide::Var> args = w.args();
-      if (c.transpose && args.size() >= 2) {
-        std::vector<Halide::Var> order = args;
-        std::swap(order[0], order[1]);
-        w.reorder_storage(order);
-        w.reorder(std::vector<Halide::VarOrRVar>(order.begin(), order.end()));
-        std::swap(args[0], args[1]);
-      }
-      if (c.transpose && args.size() >= 2 && lanes > 1) {
-        // Transpose lanes x lanes blocks in registers: contiguous loads along
-        // the source rows, shuffles, contiguous stores. A strided gather per
-        // vector was 2x slower overall on x @ W^T with K = 3072 (6.3 -> 3.4 ms
-        // per core, 128 x 3072 x 768).
-        Halide::Var ko("__tk"), ki("__tki"), oo("__to"), oi("__toi");
-        w.tile(args[0], args[1], oo, ko, oi, ki, lanes, lanes, Halide::TailStrategy::GuardWithIf)
-            .vectorize(oi).unroll(ki);
-      } else if (lanes > 1 && !args.empty()) w.vectorize(args[0], lanes, Halide::TailStrategy::GuardWithIf);
-    }
-    apply_loops(st, f, ss.loops, false, root);
-    if (has_update && ss.update) apply_loops(paired_update(st, ss.dot_pairs), f.update(0), *ss.update, true, false);
-    if (has_update && !ss.dot_pairs.empty()) apply_dot_pairs(f.update(0), ss.dot_pairs);
-    if (has_update && ss.rfactor) apply_rfactor(st, f, *ss.rfactor);
-    if (ss.pipeline.async) f.async();
-    if (ss.pipeline.ring_buffer) f.ring_buffer(ss.pipeline.ring_buffer);
-    for (const Prefetch& pf : ss.pipeline.prefetch) {
-      Halide::Stage hs = has_update ? Halide::Stage(f.update(0)) : Halide::Stage(f);
-      const Halide::VarOrRVar at(pf.loop, has_update && is_rvar(st, pf.loop));
-      if (auto in = inputs_.find(pf.tensor); in != inputs_.end()) hs.prefetch(in->second, at, at, pf.distance);
-      else hs.prefetch(funcs_.at(pf.tensor), at, at, pf.distance);
-    }
-    if (ss.device != "cpu") {
-      map_to_gpu(Halide::Stage(f), ss);
-      // A reduction's update runs on the device too when its loops carry the
-      // same GPU loop names (tile its pure dims like the pure definition);
-      // otherwise Halide runs it on the host, copying the buffer across.
-      if (has_update && ss.update) {
-        const auto nest = loop_nest(st, *ss.update, true);
-        bool all = true;
-        for (const auto* names : {&ss.gpu.blocks, &ss.gpu.threads})
-          for (const auto& n : *names)
-            all = all && std::any_of(nest.begin(), nest.end(), [&](const Loop& l) { return l.name == n; });
-        if (all) map_to_gpu(f.update(0), ss);
-      }
-    }
-  }
+    Halide::Func stage_func(const std::string& name) override { return l_.funcs_.at(name); }
 
-  // dot_pairs (Schedule.h): the pair loop <k>_2 stays the innermost loop (the
-  // update's order never names it) and is vectorized atomically under the
-  // update's vector lanes; Halide reduces each pair of lanes into one
-  // (VectorReduce), which it emits as vdpbf16ps for bf16 x bf16 -> f32 on
-  // avx512_bf16 targets.
-  void apply_dot_pairs(Halide::Stage up, const std::string& k) { up.atomic().vectorize(Halide::RVar(k + "_2")); }
-
-  // rfactor (RFactor in Schedule.h): split the reduction variable and turn
-  // its inner part into the pure lane dim of an intermediate Func, computed
-  // per point of the reduction (inside the update's innermost pure loop) with
-  // the lanes innermost and vectorized; the update then reduces the lanes.
-  // Validation guarantees an associative op, a divisible static extent and
-  // no update directives, so the split needs no tail.
-  void apply_rfactor(const Stage& st, Halide::Func red, const RFactor& rf) {
-    const Halide::RVar r(rf.rvar), ro(rf.rvar + "_o"), ri(rf.rvar + "_i");
-    const Halide::Var lane(rf.rvar + "_lane");
-    Halide::Stage up = red.update(0);
-    up.split(r, ro, ri, rf.factor);
-    Halide::Func intm = up.rfactor(ri, lane);
-    if (st.vars.empty()) intm.compute_at(red, Halide::Var::outermost());
-    else intm.compute_at(red, Halide::Var(st.vars.back()));
-    intm.vectorize(lane);
-    std::vector<Halide::VarOrRVar> order{Halide::VarOrRVar(lane), Halide::VarOrRVar(ro)};
-    for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it)
-      if (it->name != rf.rvar) order.emplace_back(Halide::RVar(it->name));
-    intm.update(0).reorder(order).vectorize(lane);
-    // The stage's own update now reduces `factor` lanes. Vectorized as an
-    // atomic reduction, Halide emits one VectorReduce: a halving tree of
-    // shuffles and vector ops (log2(factor) steps) instead of `factor`
-    // dependent scalar ops, which dominated short rows (layer_norm: two
-    // such combines per 768-wide row).
-    red.update(0).atomic().vectorize(ri);
-  }
-
-  void map_to_gpu(Halide::Stage hs, const StageSchedule& ss) {
-    const Halide::DeviceAPI api = ss.device == "cuda" ? Halide::DeviceAPI::CUDA : Halide::DeviceAPI::OpenCL;
-    auto v = [&](const std::vector<std::string>& n, size_t k) { return Halide::VarOrRVar(n[k], false); };
-    const auto& b = ss.gpu.blocks;
-    const auto& th = ss.gpu.threads;
-    if (b.size() == 1) hs.gpu_blocks(v(b, 0), api);
-    if (b.size() == 2) hs.gpu_blocks(v(b, 1), v(b, 0), api);
-    if (b.size() == 3) hs.gpu_blocks(v(b, 2), v(b, 1), v(b, 0), api);
-    if (th.size() == 1) hs.gpu_threads(v(th, 0), api);
-    if (th.size() == 2) hs.gpu_threads(v(th, 1), v(th, 0), api);
-    if (th.size() == 3) hs.gpu_threads(v(th, 2), v(th, 1), v(th, 0), api);
-    if (th.empty() && b.empty()) hs.gpu_single_thread(api);
-  }
-
-  // Is `loop` one of the pure loops enclosing the stage's accumulator tile?
-  static bool pure_loop_above_accumulator(const Stage& st, const StageSchedule& ss, const std::string& loop) {
-    if (ss.accumulator_at.empty()) return false;
-    for (const Loop& l : loop_nest(st, ss.loops, false)) {
-      if (l.name == loop) return true;
-      if (l.name == ss.accumulator_at) break;
-    }
-    return false;
-  }
+   private:
+    Lowering& l_;
+    const Stage& st_;
+    const StageSchedule& ss_;
+  };
 
   const Program& p_;
   const Schedule& s_;

@@ -205,7 +205,7 @@ std::map<std::string, HostTensor> interpret(const Program& p, const std::map<std
             }
           }
         });
-        v = (op == ReduceOp::ArgMin || op == ReduceOp::ArgMax) ? static_cast<double>(arg) : acc;
+        v = st.is_arg_reduction() ? static_cast<double>(arg) : acc;
       }
       out.data[flat++] = wrap_int(v, st.dtype);
     });

@@ -144,7 +144,7 @@ void Program::add_stage(Stage s) {
     if (s.rvars.empty())
       throw DefinitionError("stage '" + n + "': reduction " + std::string(to_string(*s.reduce)) +
                             " needs at least one reduction variable");
-    if ((*s.reduce == ReduceOp::ArgMin || *s.reduce == ReduceOp::ArgMax) && s.rvars.size() != 1)
+    if (s.is_arg_reduction() && s.rvars.size() != 1)
       throw DefinitionError("stage '" + n + "': " + std::string(to_string(*s.reduce)) +
                             " takes exactly one reduction variable, got " +
                             std::to_string(s.rvars.size()));
@@ -176,7 +176,7 @@ void Program::add_stage(Stage s) {
                        std::string(to_string(a->type)) + "; it is " +
                        std::string(to_string(t.dtype)));
   }
-  const bool arg = s.reduce && (*s.reduce == ReduceOp::ArgMin || *s.reduce == ReduceOp::ArgMax);
+  const bool arg = s.is_arg_reduction();
   if (arg && s.dtype != DType::I64)
     throw DTypeError("stage '" + n + "': " + std::string(to_string(*s.reduce)) +
                      " produces i64, not " + std::string(to_string(s.dtype)));
@@ -211,7 +211,7 @@ Tensor Program::define_reduce(const std::string& name, const std::vector<std::st
   s.reduce = reduce;
   s.rvars = rvars;
   s.value = body;
-  const bool arg = reduce == ReduceOp::ArgMin || reduce == ReduceOp::ArgMax;
+  const bool arg = s.is_arg_reduction();
   s.dtype = arg ? DType::I64 : (body.defined() ? body.type() : DType::F32);
   s.kind = kind;
   s.op = op;
@@ -249,6 +249,11 @@ const Stage* Program::find_stage(const std::string& name) const {
     if (s.name == name) return &s;
   return nullptr;
 }
+bool Program::is_output(const std::string& name) const {
+  const auto outs = outputs();
+  return std::find(outs.begin(), outs.end(), name) != outs.end();
+}
+
 const Stage& Program::stage(const std::string& name) const {
   if (const Stage* s = find_stage(name)) return *s;
   std::string valid;

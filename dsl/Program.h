@@ -56,6 +56,7 @@ class Program {
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<Stage>& stages() const;
   std::vector<std::string> outputs() const;
+  bool is_output(const std::string& name) const;
   const Stage& stage(const std::string& name) const;  // throws DefinitionError
   const Stage* find_stage(const std::string& name) const;
   const TensorInfo& tensor(const std::string& name) const;  // input or stage output

@@ -45,6 +45,8 @@ struct Stage {
   OpKind kind = OpKind::Custom;
 
   bool is_reduction() const { return reduce.has_value(); }
+  // argmin / argmax: the result is an index, not a combination of values.
+  bool is_arg_reduction() const { return reduce == ReduceOp::ArgMin || reduce == ReduceOp::ArgMax; }
   // Names of the tensors this stage reads, in first-use order, without repeats.
   std::vector<std::string> reads() const;
 };

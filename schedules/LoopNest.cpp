@@ -9,10 +9,51 @@
 
 namespace pto {
 
+std::string outer_loop(const std::string& dim) { return dim + "_o"; }
+std::string middle_loop(const std::string& dim) { return dim + "_m"; }
+std::string inner_loop(const std::string& dim) { return dim + "_i"; }
+std::string split_rest(const std::string& dim) { return dim + "_t"; }
+std::string lane_loop(const std::string& dim) { return dim + "_v"; }
+std::string lanes_rest(const std::string& dim) { return dim + "_x"; }
+std::string pair_loop(const std::string& rvar) { return rvar + "_2"; }
+std::string rfactor_lane(const std::string& rvar) { return rvar + "_lane"; }
+
 std::vector<std::string> split_names(const std::string& dim, size_t levels) {
   if (levels == 0) return {dim};
-  if (levels == 1) return {dim + "_o", dim + "_i"};
-  return {dim + "_o", dim + "_m", dim + "_i"};
+  if (levels == 1) return {outer_loop(dim), inner_loop(dim)};
+  return {outer_loop(dim), middle_loop(dim), inner_loop(dim)};
+}
+
+bool is_tile_point(const Loop& l) { return l.name == inner_loop(l.dim) || l.name == middle_loop(l.dim); }
+
+bool is_reduction_loop(const Stage& stage, const std::string& loop) {
+  for (const RVar& r : stage.rvars) {
+    if (loop == split_rest(r.name)) return true;  // the intermediate of a two-level split
+    for (size_t lv = 0; lv <= 2; ++lv)
+      for (const auto& n : split_names(r.name, lv))
+        if (n == loop) return true;
+  }
+  return false;
+}
+
+const Loop* find_loop(const std::vector<Loop>& loops, const std::string& name) {
+  for (const auto& l : loops)
+    if (l.name == name) return &l;
+  return nullptr;
+}
+
+std::vector<std::string> loop_names(const std::vector<Loop>& loops) {
+  std::vector<std::string> r;
+  for (const auto& l : loops) r.push_back(l.name);
+  return r;
+}
+
+bool factor_split(const LoopSchedule& ls, const Loop& l) {
+  const auto u = ls.unroll.find(l.name);
+  const bool unroll_split = u != ls.unroll.end() && u->second != 0 && !(l.extent == u->second && l.name != l.dim);
+  const bool vector_split =
+      ls.vectorize == l.name && ls.vector_width != 0 && !(l.extent == ls.vector_width && l.name != l.dim);
+  return unroll_split || vector_split;
 }
 
 namespace {
@@ -118,13 +159,6 @@ std::vector<Loop> loop_nest(const Stage& stage, const LoopSchedule& ls, bool upd
     }
   }
   return reordered;
-}
-
-Stage paired_update(const Stage& stage, const std::string& pairs) {
-  Stage s = stage;
-  for (RVar& r : s.rvars)
-    if (r.name == pairs && !r.extent.is_symbolic()) r.extent = Dim(r.extent.value / 2);
-  return s;
 }
 
 }  // namespace pto

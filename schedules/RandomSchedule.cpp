@@ -10,14 +10,13 @@
 #include "dsl/ZeroPadding.h"
 #include "schedules/LoopNest.h"
 #include "schedules/Validate.h"
+#include "schedules/directives/Cache.h"
+#include "schedules/directives/DotPairs.h"
+#include "schedules/directives/Placement.h"
+#include "schedules/directives/RFactor.h"
 
 namespace pto {
 namespace {
-
-bool is_output(const Program& p, const std::string& n) {
-  const auto o = p.outputs();
-  return std::find(o.begin(), o.end(), n) != o.end();
-}
 
 class Drawer {
  public:
@@ -38,47 +37,16 @@ class Drawer {
   template <typename T>
   const T& pick(const std::vector<T>& v) { return v[index(v.size())]; }
 
-  // Stages that really read `name` once inline consumers are looked through.
-  std::set<std::string> effective_consumers(const std::string& name, const Schedule& s) const {
-    std::set<std::string> r;
-    for (const auto& c : p_.consumers(name)) {
-      const StageSchedule* cs = s.find(c);
-      if (cs && cs->compute.kind == Placement::Kind::Inline) {
-        const auto sub = effective_consumers(c, s);
-        r.insert(sub.begin(), sub.end());
-      } else {
-        r.insert(c);
-      }
-    }
-    return r;
-  }
-
-  // The loops a producer can be computed at in consumer `c`: the loops of
-  // its last definition (Halide computes producers at the last stage).
-  std::vector<Loop> consumer_loops(const Stage& c, const Schedule& s) const {
-    const StageSchedule* cs = s.find(c.name);
-    const LoopSchedule none;
-    if (c.reduce) {
-      auto loops = loop_nest(c, cs && cs->update ? *cs->update : none, true);
-      if (cs && cs->rfactor) std::erase_if(loops, [](const Loop& l) { return l.reduction; });  // only pure loops remain
-      return loops;
-    }
-    return loop_nest(c, cs ? cs->loops : none, false);
-  }
-
-  // An rfactor of the innermost reduction variable by a factor that divides
-  // its static extent and fits the target's lanes (RFactor in Schedule.h).
+  // An rfactor of the innermost reduction variable by a power of two up to
+  // 64 among those the directive accepts (schedules/directives/RFactor.h).
   std::optional<RFactor> draw_rfactor(const Stage& st, DType acc) {
-    if (!st.reduce || st.rvars.empty() || *st.reduce == ReduceOp::ArgMin || *st.reduce == ReduceOp::ArgMax) return {};
-    const RVar& r = st.rvars.back();
-    if (r.extent.is_symbolic()) return {};
-    const int lanes = std::max(1, t_.vector_lanes(acc == DType::Bool ? DType::U8 : acc));
+    if (st.rvars.empty()) return {};
     std::vector<int> factors;
-    for (const int f : {2, 4, 8, 16, 32, 64})
-      if (f <= r.extent.value && r.extent.value % f == 0 && (lanes < 2 || f % lanes == 0 || lanes % f == 0))
-        factors.push_back(f);
+    for (const RFactor& rf : directives::rfactor_candidates(st, &t_, acc))
+      if (rf.rvar == st.rvars.back().name && rf.factor <= 64 && (rf.factor & (rf.factor - 1)) == 0)
+        factors.push_back(rf.factor);
     if (factors.empty()) return {};
-    return RFactor{r.name, pick(factors)};
+    return RFactor{st.rvars.back().name, pick(factors)};
   }
 
   std::vector<int64_t> tile_sizes(const Dim& extent) {
@@ -138,7 +106,7 @@ class Drawer {
     auto is_split = [](const Loop& l) { return l.name != l.dim; };
     // Constant extents: any loop of a root stage; only tile-inner loops of a
     // stage computed in a consumer (its outer loops span the consumer's region).
-    auto constant = [&](const Loop& l) { return l.extent > 0 && (!at || (is_split(l) && l.name != l.dim + "_o")); };
+    auto constant = [&](const Loop& l) { return l.extent > 0 && (!at || (is_split(l) && l.name != outer_loop(l.dim))); };
     if (!pure.empty() && coin(0.7)) {
       // Prefer the innermost pure loop (contiguous for the last dim).
       const Loop& l = coin(0.7) ? *pure.back() : *pick(pure);
@@ -160,7 +128,7 @@ class Drawer {
         if (constant(l) && l.extent <= 8 && coin(0.5)) ls.unroll[l.name] = 0;
         else {
           std::vector<int> factors = {2, 3, 4};
-          if (is_split(l) && l.name != l.dim + "_o" && l.extent > 0)  // factors must divide a tile loop
+          if (is_split(l) && l.name != outer_loop(l.dim) && l.extent > 0)  // factors must divide a tile loop
             std::erase_if(factors, [&](int f) { return l.extent % f != 0; });
           if (!factors.empty()) ls.unroll[l.name] = pick(factors);
         }
@@ -175,9 +143,9 @@ class Drawer {
 
   void draw_stage(const Stage& st, Schedule& s) {
     StageSchedule ss;
-    const bool out = is_output(p_, st.name);
+    const bool out = p_.is_output(st.name);
     // Placement.
-    const auto eff = effective_consumers(st.name, s);
+    const auto eff = directives::effective_consumers(p_, s, st.name);
     std::vector<std::string> kinds = {"root"};
     if (!out && !st.reduce) kinds.push_back("inline");
     if (!out && eff.size() == 1) kinds.push_back("at"), kinds.push_back("at");
@@ -186,7 +154,7 @@ class Drawer {
       ss.compute.kind = Placement::Kind::Inline;
     } else if (kind == "at") {
       const Stage& c = p_.stage(*eff.begin());
-      const auto cl = consumer_loops(c, s);
+      const auto cl = directives::placement_loops(c, s.find(c.name));
       const size_t li = index(cl.size());
       ss.compute = {Placement::Kind::At, c.name, cl[li].name};
       if (coin(0.2)) {
@@ -224,29 +192,17 @@ class Drawer {
       if (st.reduce && coin(0.8)) ss.update = draw_loops(st, true, tile, ss.precision.accumulate.value_or(compute));
       if (const auto k = pair_rvar(st); k && ss.update && coin(0.9)) {  // operands in pairs: sum them per lane
         const LoopSchedule& up = *ss.update;
-        bool even = false, tile_fits = true;  // under dot_pairs the loop k counts pairs: tiles of at most half
+        bool tile_fits = true;  // under dot_pairs the loop k counts pairs: tiles of at most half
         for (const RVar& r : st.rvars)
-          if (r.name == *k && !r.extent.is_symbolic()) {
-            even = r.extent.value % 2 == 0;
-            if (up.tile.count(*k))
-              for (const int64_t f : up.tile.at(*k)) tile_fits &= 2 * f <= r.extent.value;
-          }
-        const bool k_free = tile_fits && !up.unroll.count(*k) &&
-                            std::find(up.parallel.begin(), up.parallel.end(), *k) == up.parallel.end();
-        if (*st.reduce == ReduceOp::Sum && !up.vectorize.empty() && k_free && even && (!out || !ss.accumulator_at.empty()))
+          if (r.name == *k && !r.extent.is_symbolic() && up.tile.count(*k))
+            for (const int64_t f : up.tile.at(*k)) tile_fits &= 2 * f <= r.extent.value;
+        StageSchedule paired = ss;
+        paired.dot_pairs = *k;
+        if (tile_fits && directives::accepts(directives::dot_pairs_directive(), p_, s, &t_, st, paired))
           ss.dot_pairs = *k;
       }
       if (coin(0.15)) {  // a packed copy of something it reads
-        std::vector<std::string> loops;
-        if (!st.reduce || !ss.accumulator_at.empty())
-          for (const Loop& l : loop_nest(st, ss.loops, false)) {
-            loops.push_back(l.name);
-            if (l.name == ss.accumulator_at) break;
-          }
-        if (st.reduce) {
-          const LoopSchedule none;
-          for (const Loop& l : loop_nest(st, ss.update ? *ss.update : none, true)) loops.push_back(l.name);
-        }
+        const std::vector<std::string> loops = directives::cache_loops(st, ss);
         // Inputs only: producers are placed after this stage, and a cached producer must be root or inline.
         std::vector<std::string> ins;
         for (const auto& r : st.reads())

@@ -18,6 +18,12 @@ from typing import Any
 
 from ._ext import _pto
 
+# The loop directives of one definition: the JSON keys of C++'s loops
+# directive (schedules/directives/Loops.cpp, loop_fields()), the only field
+# names Python needs to know itself (clear(), serial()); every other field is
+# written as given and checked by the C++ parser.
+LOOP_FIELDS = ("tile", "order", "vectorize", "unroll", "parallel")
+
 
 class LoopDirectives:
     """Loop directives of one definition of a stage (its pure part or its update)."""
@@ -53,7 +59,7 @@ class LoopDirectives:
         return self
 
     def clear(self) -> "LoopDirectives":
-        for k in ("tile", "order", "vectorize", "unroll", "parallel"):
+        for k in LOOP_FIELDS:
             self._d.pop(k, None)
         return self
 

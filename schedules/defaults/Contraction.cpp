@@ -9,6 +9,7 @@
 #include <set>
 
 #include "dsl/IRVisitor.h"
+#include "schedules/LoopNest.h"
 #include "schedules/defaults/Rules.h"
 
 namespace pto::defaults {
@@ -63,17 +64,17 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   std::vector<std::string> order;
   for (size_t k = 0; k < e.vars.size(); ++k)
     if (k != rc.first && k != rc.second) order.push_back(e.vars[k]);
-  for (const std::string& l : {col + "_o", row + "_o", row + "_i", col + "_i"}) order.push_back(l);
+  for (const std::string& l : {outer_loop(col), outer_loop(row), inner_loop(row), inner_loop(col)}) order.push_back(l);
   ls.order = order;
   if (tc >= lanes) {
-    ls.vectorize = col + "_i";
+    ls.vectorize = inner_loop(col);
     ls.vector_width = lanes;
   }
   // Parallel over the outermost other dim with enough iterations for both
   // threads (a convolution's output rows, attention heads, a batch): one fork
   // per call and whole tiles per task; else over column tiles (BERT's qk
   // went from 12 forks of 2 column tiles to one fork of 12 heads).
-  ls.parallel = {col + "_o"};
+  ls.parallel = {outer_loop(col)};
   for (size_t k = 0; k < e.vars.size(); ++k) {
     const int64_t x = static_extent(e.shape[k]);
     if (k != rc.first && k != rc.second && (x < 0 || x >= 4)) {
@@ -81,7 +82,7 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
       break;
     }
   }
-  return row + "_o";
+  return outer_loop(row);
 }
 
 // The micro-kernel: reduction loops outside, the register tile's rows
@@ -205,7 +206,7 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   const auto reads = mm.reads();
   if (mm.kind == OpKind::Contraction && reads.size() == 2 && p.tensor(reads[1]).shape.size() >= 2) {
     const bool transposed = transposed_operand(mm, reads[1], rc);
-    if (transposed || needs_packing(p, mm, reads[1], rc)) ms.cache.push_back({reads[1], mm.vars[rc.second] + "_o", transposed});
+    if (transposed || needs_packing(p, mm, reads[1], rc)) ms.cache.push_back({reads[1], outer_loop(mm.vars[rc.second]), transposed});
   }
 }
 

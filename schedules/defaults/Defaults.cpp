@@ -5,15 +5,11 @@
 #include <set>
 
 #include "schedules/defaults/Gpu.h"
+#include "schedules/LoopNest.h"
 #include "schedules/defaults/Rules.h"
 
 namespace pto {
 namespace defaults {
-
-bool is_output(const Program& p, const std::string& n) {
-  const auto o = p.outputs();
-  return std::find(o.begin(), o.end(), n) != o.end();
-}
 
 int64_t static_extent(const Dim& d) { return d.is_symbolic() ? -1 : d.value; }
 
@@ -51,7 +47,7 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
     const std::string& v = st.vars[k];
     if (const int64_t chunk = parallel_chunk(ek, 1, t); chunk > 0 && chunk < ek) {
       ls.tile[v] = {chunk};
-      ls.parallel.push_back(v + "_o");
+      ls.parallel.push_back(outer_loop(v));
     } else {
       ls.parallel.push_back(v);
     }
@@ -97,7 +93,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
   for (const Stage& st : p.stages()) {
     if (s.find(st.name)) continue;  // already placed by a consumer's rule
     const auto cons = p.consumers(st.name);
-    const bool out = is_output(p, st.name);
+    const bool out = p.is_output(st.name);
     if (!st.reduce && !out && (st.kind == OpKind::Elementwise || st.kind == OpKind::DataMovement)) {
       s[st.name].compute.kind = Placement::Kind::Inline;
       continue;
@@ -188,7 +184,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
     if (!channels_last_conv(st) || !st.reduce) continue;
     for (const std::string& r : st.reads()) {
       const Stage* pad = p.find_stage(r);
-      if (!pad || pad->op != "pad" || pad->reduce || pad->vars.size() != 4 || is_output(p, r)) continue;
+      if (!pad || pad->op != "pad" || pad->reduce || pad->vars.size() != 4 || p.is_output(r)) continue;
       StageSchedule& ps = s[r];
       ps = StageSchedule{};
       ps.loops = padded_input(*pad, t);

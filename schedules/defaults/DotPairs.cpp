@@ -29,7 +29,7 @@ void dot_pairs(const Program& p, const Target& t, Schedule& s) {
     if (!k) continue;
     LoopSchedule& up = *ss->update;
     if (up.unroll.count(*k) || std::count(up.parallel.begin(), up.parallel.end(), *k)) continue;
-    if (is_output(p, st.name) && ss->accumulator_at.empty()) continue;  // Validate.cpp: aligned accumulator loads
+    if (p.is_output(st.name) && ss->accumulator_at.empty()) continue;  // Validate.cpp: aligned accumulator loads
     bool even = false;
     for (const RVar& r : st.rvars) even |= r.name == *k && static_extent(r.extent) > 0 && static_extent(r.extent) % 2 == 0;
     // Under dot_pairs the loop k counts pairs: a tile of k channels becomes one of k / 2 pairs.

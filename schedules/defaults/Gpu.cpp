@@ -44,7 +44,7 @@ Schedule gpu_default_schedule(const Program& p, const Target& t) {
                       "' has no GPU device; use e.g. host-opencl or cuda");
   Schedule s;
   for (const Stage& st : p.stages()) {
-    const bool out = defaults::is_output(p, st.name);
+    const bool out = p.is_output(st.name);
     if (!st.reduce && !out && (st.kind == OpKind::Elementwise || st.kind == OpKind::DataMovement)) {
       s[st.name].compute.kind = Placement::Kind::Inline;
       continue;

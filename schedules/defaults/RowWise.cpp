@@ -7,7 +7,9 @@
 #include <set>
 
 #include "dsl/IRVisitor.h"
+#include "schedules/LoopNest.h"
 #include "schedules/defaults/Rules.h"
+#include "schedules/directives/RFactor.h"
 
 namespace pto::defaults {
 
@@ -19,13 +21,16 @@ namespace pto::defaults {
 // log2 tree (BERT's 768-wide LayerNorm rows, one thread: 32 lanes 0.0170 ms,
 // 64 lanes 0.0146, 128 lanes 0.0141, 256 lanes 0.0153).
 std::optional<RFactor> row_rfactor(const Stage& st, const Target& t) {
-  if (!st.reduce || st.rvars.empty() || *st.reduce == ReduceOp::ArgMin || *st.reduce == ReduceOp::ArgMax) return std::nullopt;
+  if (st.rvars.empty()) return std::nullopt;
   const RVar& r = st.rvars.back();
   const int64_t e = static_extent(r.extent);
   const int lanes = t.vector_lanes(st.dtype);
   if (e < 0 || lanes < 2 || t.has_device()) return std::nullopt;  // GPU stages map update loops instead
-  for (const int64_t f : {8 * lanes, 4 * lanes, 2 * lanes, lanes})
-    if (e % f == 0 && e >= 6 * f) return RFactor{r.name, static_cast<int>(f)};
+  const auto valid = directives::rfactor_candidates(st, &t, st.dtype);
+  for (const int64_t f : {8 * lanes, 4 * lanes, 2 * lanes, lanes}) {
+    const RFactor rf{r.name, static_cast<int>(f)};
+    if (std::find(valid.begin(), valid.end(), rf) != valid.end() && e >= 6 * f) return rf;
+  }
   return std::nullopt;
 }
 
@@ -38,14 +43,14 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
   if (r < 2 || y.shape.back().is_symbolic()) return;
   // The row loop; within its per-core block when parallel_vectorized tiled it.
   std::string row = y.vars[r - 2];
-  if (const StageSchedule* ys = s.find(y.name); ys && ys->loops.tile.count(row)) row += "_i";
+  if (const StageSchedule* ys = s.find(y.name); ys && ys->loops.tile.count(row)) row = inner_loop(row);
   const int lanes = t.vector_lanes(y.dtype);
   // Producers, consumers first, so that each sees where its readers run.
   std::vector<const Stage*> ups;
   for (const Stage& st : p.stages()) ups.insert(ups.begin(), &st);
   std::set<std::string> at_row{y.name};
   for (const Stage* st : ups) {
-    if (st->name == y.name || is_output(p, st->name)) continue;
+    if (st->name == y.name || p.is_output(st->name)) continue;
     const bool stat = st->reduce && st->vars.size() == r - 1 && std::equal(st->vars.begin(), st->vars.end(), y.vars.begin()) &&
                       st->shape == Shape(y.shape.begin(), y.shape.end() - 1);
     const bool row_values = !st->reduce && st->shape == y.shape && st->kind == OpKind::Elementwise;

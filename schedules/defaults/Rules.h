@@ -23,7 +23,6 @@
 namespace pto::defaults {
 
 // Defaults.cpp
-bool is_output(const Program& p, const std::string& n);
 int64_t static_extent(const Dim& d);  // -1 when symbolic
 // Is some stage computed or stored at a loop of `stage`? Then a later rule
 // must not replace `stage`'s loops.

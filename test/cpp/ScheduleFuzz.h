@@ -14,6 +14,7 @@
 // nesting, invalid UTF-8 in strings).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -30,6 +31,7 @@
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
+#include "schedules/directives/RFactor.h"
 
 namespace pto::fuzz {
 
@@ -73,10 +75,10 @@ inline std::vector<FuzzProgram> fuzz_programs(const Target& t, uint64_t seed) {
     {
       Schedule rf = plain_schedule(p);
       for (const Stage& st : p.stages()) {
-        if (!st.reduce || st.rvars.empty() || *st.reduce == ReduceOp::ArgMin || *st.reduce == ReduceOp::ArgMax) continue;
-        const Dim& e = st.rvars.back().extent;
+        if (st.rvars.empty()) continue;
+        const auto valid = directives::rfactor_candidates(st, &t, stage_precision(p, rf, st.name).accumulate);
         for (const int f : {8, 4, 2})
-          if (!e.is_symbolic() && e.value % f == 0) {
+          if (std::find(valid.begin(), valid.end(), RFactor{st.rvars.back().name, f}) != valid.end()) {
             rf[st.name].rfactor = RFactor{st.rvars.back().name, f};
             break;
           }

@@ -1,0 +1,39 @@
+// tile / order / vectorize / unroll / parallel: the loop directives of a
+// stage's pure definition (LoopSchedule in Schedule.h). The same directives
+// for a reduction's update are the `update` directive (Update.cpp), which
+// reuses the functions here.
+#pragma once
+
+#include "schedules/LoopNest.h"
+#include "schedules/directives/Directive.h"
+
+namespace pto::directives {
+
+const Directive& loops_directive();
+
+// The JSON keys of a LoopSchedule, in a stage entry and in its "update".
+const std::vector<std::string>& loop_fields();
+void parse_loops(const nlohmann::json& j, const std::string& path, LoopSchedule& l);
+void print_loops(const LoopSchedule& l, nlohmann::json& j);
+
+// Checks `ls` on `st`'s pure (update = false) or update definition.
+// `at_consumer`: the definition runs inside a consumer's loop (or an
+// accumulator tile), so its pure loop extents are that region's (Halide's
+// bounds inference), not the shape's.
+void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Target* target,
+                 DType compute_type, bool at_consumer);
+
+// Replays `ls` on the Halide stage: splits, reorder, vectorize, unroll,
+// parallel. `root`: the stage is computed at root (its static pure dims then
+// shift their last tile inwards instead of guarding it).
+void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update, bool root);
+
+// Tiles, a vectorized innermost pure loop, a parallel outermost one, for an
+// update's candidates (Update.cpp).
+std::vector<LoopSchedule> update_loop_proposals(const Stage& st, const LoopSchedule& base,
+                                                const Target* t, DType accumulate);
+
+// "parallel unrolled x4 vectorized x16 " for explain's line of loop `l`.
+std::string loop_marks(const LoopSchedule& ls, const Loop& l);
+
+}  // namespace pto::directives

@@ -1,0 +1,23 @@
+// skip_padding: a sum over a zero-padded stage (conv2d_nhwc's `_pad`) leaves
+// out the reduction steps that read its padding, along the listed padded
+// dims (StageSchedule in Schedule.h, dsl/ZeroPadding.h). It changes the
+// stage's definition, not its loops: lowering builds the reduction from
+// skipped_padding().
+#pragma once
+
+#include "schedules/directives/Directive.h"
+
+namespace pto::directives {
+
+const Directive& skip_padding_directive();
+
+// The reduction body of `st` under its skip_padding (`ss` may be null): the
+// body read through the padding when every padded dim is skipped, and the
+// condition a step must meet to run (none without skip_padding).
+struct SkippedPadding {
+  Expr value;
+  std::optional<Expr> where;
+};
+SkippedPadding skipped_padding(const Program& p, const Stage& st, const StageSchedule* ss);
+
+}  // namespace pto::directives

@@ -1,0 +1,77 @@
+#include "schedules/directives/Update.h"
+
+#include "dsl/Error.h"
+#include "schedules/directives/DotPairs.h"
+#include "schedules/directives/Json.h"
+#include "schedules/directives/Loops.h"
+
+namespace pto::directives {
+namespace {
+
+class UpdateDirective : public Directive {
+ public:
+  std::string_view name() const override { return "update"; }
+
+  void parse(const nlohmann::json& js, StageSchedule& ss, const std::string& path) const override {
+    if (!js.contains("update")) return;
+    json::check_keys(js["update"], path + ".update", loop_fields());
+    ss.update.emplace();
+    parse_loops(js["update"], path + ".update", *ss.update);
+  }
+  void print(const StageSchedule& ss, nlohmann::json& js) const override {
+    if (!ss.update) return;
+    nlohmann::json u = nlohmann::json::object();
+    print_loops(*ss.update, u);
+    js["update"] = u;
+  }
+
+  void check(const CheckContext& c) const override {
+    const StageSchedule& ss = c.ss;
+    if (!ss.update) return;
+    if (!c.stage.reduce)
+      throw ScheduleError(c.where() + " has no reduction, so it has no \"update\" to schedule");
+    // With an accumulator tile, the update's pure loops span that tile only.
+    // Summed in pairs, the loop k counts pairs: its tiles are checked against half the extent.
+    check_loops(update_stage(c.stage, &ss), *ss.update, true, c.target, c.precision.accumulate,
+                ss.compute.kind == Placement::Kind::At || !ss.accumulator_at.empty());
+  }
+
+  bool schedules_reduction() const override { return true; }
+
+  // On the Func that runs the reduction. In a helper Func (an accumulator
+  // tile, argmin/argmax) the nest is taken from the stage itself, not the
+  // paired stage update_stage() makes: that is how it has always been lowered
+  // (the extents only decide whether an unroll or vector width splits a
+  // loop further), and generated code is kept identical.
+  void apply(ApplyContext& c) const override {
+    const StageSchedule& ss = c.schedule();
+    if (!ss.update) return;
+    if (auto h = c.helper())
+      apply_loops(c.stage(), h->update(0), *ss.update, true, false);
+    else if (c.update_in_func())
+      apply_loops(update_stage(c.stage(), &ss), c.func().update(0), *ss.update, true, false);
+  }
+
+ protected:
+  std::vector<StageSchedule> proposals(const CheckContext& c) const override {
+    std::vector<StageSchedule> r;
+    if (!c.stage.reduce || c.ss.compute.kind == Placement::Kind::Inline) return r;
+    const LoopSchedule base = c.ss.update.value_or(LoopSchedule{});
+    for (const LoopSchedule& ls : update_loop_proposals(update_stage(c.stage, &c.ss), base,
+                                                        c.target, c.precision.accumulate)) {
+      StageSchedule v = c.ss;
+      v.update = ls;
+      r.push_back(v);
+    }
+    return r;
+  }
+};
+
+}  // namespace
+
+const Directive& update_directive() {
+  static const UpdateDirective d;
+  return d;
+}
+
+}  // namespace pto::directives
