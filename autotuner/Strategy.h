@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,24 @@ class Strategy {
   virtual Genome propose() = 0;
   // A measured genome: its median time in ms, or +infinity when it failed.
   virtual void observe(const Genome& g, double ms) = 0;
+};
+
+// What every strategy holds: its name, the space it draws from and its generator.
+class SeededStrategy : public Strategy {
+ public:
+  SeededStrategy(std::string name, const SearchSpace& space, uint64_t seed)
+      : space_(space), rng_(seed), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+
+ protected:
+  // True with probability p (one draw from the generator).
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+
+  const SearchSpace& space_;
+  std::mt19937_64 rng_;
+
+ private:
+  std::string name_;
 };
 
 std::vector<std::string> strategy_names();

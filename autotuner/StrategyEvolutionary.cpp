@@ -8,18 +8,16 @@
 namespace pto::tuner {
 namespace {
 
-class EvolutionaryStrategy : public Strategy {
+class EvolutionaryStrategy : public SeededStrategy {
  public:
-  EvolutionaryStrategy(const SearchSpace& space, uint64_t seed) : space_(space), rng_(seed) {}
-  std::string name() const override { return "evolutionary"; }
+  EvolutionaryStrategy(const SearchSpace& space, uint64_t seed) : SeededStrategy("evolutionary", space, seed) {}
 
   Genome propose() override {
-    std::uniform_real_distribution<double> u(0, 1);
     // Until a few candidates ran, and now and then afterwards, sample fresh genomes.
-    if (pop_.size() < kMinPopulation || u(rng_) < kFreshRate) return space_.random(rng_);
+    if (pop_.size() < kMinPopulation || chance(kFreshRate)) return space_.random(rng_);
     const Genome& a = tournament();
     Genome child = a;
-    if (u(rng_) < kCrossoverRate) child = space_.crossover(a, tournament(), rng_);
+    if (chance(kCrossoverRate)) child = space_.crossover(a, tournament(), rng_);
     const int mutations = std::uniform_int_distribution<int>(1, 3)(rng_);
     return space_.mutate(child, rng_, mutations);
   }
@@ -42,8 +40,6 @@ class EvolutionaryStrategy : public Strategy {
     return pop_[std::min(i, j)].first;  // the population is sorted, lower index is faster
   }
 
-  const SearchSpace& space_;
-  std::mt19937_64 rng_;
   std::vector<std::pair<Genome, double>> pop_;
 };
 

@@ -11,14 +11,12 @@
 namespace pto::tuner {
 namespace {
 
-class ModelStrategy : public Strategy {
+class ModelStrategy : public SeededStrategy {
  public:
-  ModelStrategy(const SearchSpace& space, uint64_t seed) : space_(space), rng_(seed) {}
-  std::string name() const override { return "model"; }
+  ModelStrategy(const SearchSpace& space, uint64_t seed) : SeededStrategy("model", space, seed) {}
 
   Genome propose() override {
-    std::uniform_real_distribution<double> u(0, 1);
-    if (ok_ < kWarmup || !model_.trained() || u(rng_) < kExplore) return remember(space_.random(rng_));
+    if (ok_ < kWarmup || !model_.trained() || chance(kExplore)) return remember(space_.random(rng_));
     std::vector<std::pair<Genome, double>> best;  // measured, fastest first
     for (size_t i = 0; i < g_.size(); ++i)
       if (std::isfinite(ms_[i])) best.push_back({g_[i], ms_[i]});
@@ -75,8 +73,6 @@ class ModelStrategy : public Strategy {
     return g;
   }
 
-  const SearchSpace& space_;
-  std::mt19937_64 rng_;
   RidgeModel model_;
   std::vector<Genome> g_;
   std::vector<double> ms_;

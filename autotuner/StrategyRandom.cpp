@@ -5,16 +5,11 @@
 namespace pto::tuner {
 namespace {
 
-class RandomStrategy : public Strategy {
+class RandomStrategy : public SeededStrategy {
  public:
-  RandomStrategy(const SearchSpace& space, uint64_t seed) : space_(space), rng_(seed) {}
-  std::string name() const override { return "random"; }
+  RandomStrategy(const SearchSpace& space, uint64_t seed) : SeededStrategy("random", space, seed) {}
   Genome propose() override { return space_.random(rng_); }
   void observe(const Genome&, double) override {}
-
- private:
-  const SearchSpace& space_;
-  std::mt19937_64 rng_;
 };
 
 }  // namespace

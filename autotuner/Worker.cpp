@@ -21,6 +21,7 @@
 #include "backends/Timing.h"
 #include "dsl/Error.h"
 #include "dsl/ProgramJson.h"
+#include "dsl/ReadFile.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
 
@@ -29,13 +30,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("worker: cannot read '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string read_file(const std::string& path) { return pto::read_file(path, "worker: cannot read"); }
 
 void say(const std::string& line) {
   std::fputs((line + "\n").c_str(), stdout);

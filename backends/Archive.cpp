@@ -8,6 +8,7 @@
 
 #include "backends/Lower.h"
 #include "dsl/Error.h"
+#include "dsl/ReadFile.h"
 
 namespace pto {
 namespace {
@@ -19,18 +20,10 @@ std::string trim(std::string s) {
   return s;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot open archive '" + path + "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 std::vector<ArchiveMember> read_archive(const std::string& path) {
-  const std::string a = slurp(path);
+  const std::string a = read_file(path, "cannot open archive");
   if (a.compare(0, 8, "!<arch>\n") != 0) throw Error("'" + path + "' is not an ar archive (no !<arch> magic)");
   std::vector<ArchiveMember> out;
   std::string long_names;

@@ -1,5 +1,6 @@
 #include "dsl/ProgramJson.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "dsl/IRVisitor.h"
@@ -58,6 +59,35 @@ const json& arr_field(const json& j, const char* key, const char* where) {
   if (!f.is_array())
     throw DefinitionError(std::string("program JSON: ") + where + "." + key + " must be a list");
   return f;
+}
+
+// A convolution's variable roles, by role name (ConvRoles in Stage.h).
+using RoleField = std::string ConvRoles::*;
+constexpr std::pair<const char*, RoleField> kRoles[] = {
+    {"batch", &ConvRoles::batch},           {"out_channel", &ConvRoles::out_channel},
+    {"out_row", &ConvRoles::out_row},       {"out_col", &ConvRoles::out_col},
+    {"in_channel", &ConvRoles::in_channel}, {"kernel_row", &ConvRoles::kernel_row},
+    {"kernel_col", &ConvRoles::kernel_col},
+};
+json roles_to_json(const ConvRoles& r) {
+  json j = json::object();
+  for (const auto& [name, field] : kRoles) j[name] = r.*field;
+  return j;
+}
+// Each role names one of the stage's variables, or is empty.
+ConvRoles roles_from_json(const json& j, const Stage& s) {
+  if (!j.is_object()) throw DefinitionError("program JSON: stage '" + s.name + "' conv_roles must be an object");
+  ConvRoles r;
+  for (const auto& [name, field] : kRoles) {
+    const std::string v = str_field(j, name, "conv_roles");
+    const bool known = v.empty() || std::find(s.vars.begin(), s.vars.end(), v) != s.vars.end() ||
+                       std::any_of(s.rvars.begin(), s.rvars.end(), [&](const RVar& rv) { return rv.name == v; });
+    if (!known)
+      throw DefinitionError("program JSON: stage '" + s.name + "' conv_roles." + name + " names '" + v +
+                            "', which is not one of its variables");
+    r.*field = v;
+  }
+  return r;
 }
 
 json dim_to_json(const Dim& d) { return d.is_symbolic() ? json(d.sym) : json(d.value); }
@@ -136,6 +166,7 @@ json program_to_json(const Program& p) {
       for (const auto& r : s.rvars) rv.push_back({{"name", r.name}, {"extent", dim_to_json(r.extent)}});
       js["rvars"] = rv;
     }
+    if (s.conv_roles) js["conv_roles"] = roles_to_json(*s.conv_roles);
     j["stages"].push_back(js);
   }
   j["outputs"] = p.outputs();
@@ -170,6 +201,7 @@ Program program_from_json(const json& j) {
         for (const auto& r : arr_field(js, "rvars", "stage"))
           s.rvars.push_back({str_field(r, "name", "rvar"), dim_from_json(field(r, "extent", "rvar"))});
       }
+      if (js.contains("conv_roles")) s.conv_roles = roles_from_json(js.at("conv_roles"), s);
       p.add_stage(std::move(s));
     }
     if (j.contains("outputs"))

@@ -33,6 +33,16 @@ struct RVar {
   Dim extent;  // iterates [0, extent)
 };
 
+// The parts a convolution's variables play, set by the conv operators so that
+// schedules find them by role instead of by the operator's variable names.
+// A role the convolution lacks is empty (conv1d has no rows; conv3d's depth
+// has no role).
+struct ConvRoles {
+  std::string batch, out_channel, out_row, out_col;  // index variables
+  std::string in_channel, kernel_row, kernel_col;    // reduction variables
+  bool operator==(const ConvRoles&) const = default;
+};
+
 struct Stage {
   std::string name;               // also the name of the tensor it defines
   std::vector<std::string> vars;  // one index variable per output dim, outermost first
@@ -43,6 +53,7 @@ struct Stage {
   std::vector<RVar> rvars;        // reduction variables, outermost first
   std::string op = "custom";      // operator type that produced the stage
   OpKind kind = OpKind::Custom;
+  std::optional<ConvRoles> conv_roles;  // set on a convolution's sum stage
 
   bool is_reduction() const { return reduce.has_value(); }
   // argmin / argmax: the result is an index, not a combination of values.

@@ -79,69 +79,69 @@ __attribute__((target("avx512f"))) inline void normalize_row(const float* s, __m
   }
 }
 
-__attribute__((target("avx512f"))) inline void rows_exact(const float* x, const float* r, const float* g,
-                                                          const float* b, float* y, int64_t r0, int64_t r1, int64_t h,
-                                                          float eps) {
-  alignas(64) float s[4096];
-  const int64_t nv = h / 16;
-  for (int64_t i = r0; i < r1; ++i) {
-    const float* xi = x + i * h;
-    const float* ri = r + i * h;
-    float* yi = y + i * h;
-    __m512 a[8];
-    for (auto& q : a) q = _mm512_setzero_ps();
-    for (int64_t v = 0; v < nv; v += 8)
-      for (int k = 0; k < 8; ++k) {
-        const int64_t o = 16 * (v + k);
-        const __m512 t = _mm512_add_ps(_mm512_loadu_ps(xi + o), _mm512_loadu_ps(ri + o));
-        _mm512_store_ps(s + o, t);
-        a[k] = _mm512_add_ps(a[k], t);
-      }
-    for (int k = 1; k < 8; ++k) a[0] = _mm512_add_ps(a[0], a[k]);
-    const __m512 m = _mm512_set1_ps(_mm512_reduce_add_ps(a[0]) / static_cast<float>(h));
-    for (auto& q : a) q = _mm512_setzero_ps();
-    for (int64_t v = 0; v < nv; v += 8)
-      for (int k = 0; k < 8; ++k) {
-        const __m512 d = _mm512_sub_ps(_mm512_load_ps(s + 16 * (v + k)), m);
-        a[k] = _mm512_fmadd_ps(d, d, a[k]);
-      }
-    for (int k = 1; k < 8; ++k) a[0] = _mm512_add_ps(a[0], a[k]);
-    const __m512 inv = _mm512_set1_ps(1.0f / std::sqrt(_mm512_reduce_add_ps(a[0]) / static_cast<float>(h) + eps));
-    normalize_row(s, m, inv, g, b, yi, nv);
-  }
+// A row's mean and 1 / sqrt(var + eps), broadcast.
+struct RowStats {
+  __m512 mean, inv;
+};
+
+// The operator's numerics: t = x + r summed while stored to s, then the mean
+// of squared deviations read back from s.
+__attribute__((target("avx512f"))) inline RowStats stats_exact(const float* xi, const float* ri, float* s, int64_t nv,
+                                                               int64_t h, float eps) {
+  __m512 a[8];
+  for (auto& q : a) q = _mm512_setzero_ps();
+  for (int64_t v = 0; v < nv; v += 8)
+    for (int k = 0; k < 8; ++k) {
+      const int64_t o = 16 * (v + k);
+      const __m512 t = _mm512_add_ps(_mm512_loadu_ps(xi + o), _mm512_loadu_ps(ri + o));
+      _mm512_store_ps(s + o, t);
+      a[k] = _mm512_add_ps(a[k], t);
+    }
+  for (int k = 1; k < 8; ++k) a[0] = _mm512_add_ps(a[0], a[k]);
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_add_ps(a[0]) / static_cast<float>(h));
+  for (auto& q : a) q = _mm512_setzero_ps();
+  for (int64_t v = 0; v < nv; v += 8)
+    for (int k = 0; k < 8; ++k) {
+      const __m512 d = _mm512_sub_ps(_mm512_load_ps(s + 16 * (v + k)), m);
+      a[k] = _mm512_fmadd_ps(d, d, a[k]);
+    }
+  for (int k = 1; k < 8; ++k) a[0] = _mm512_add_ps(a[0], a[k]);
+  return {m, _mm512_set1_ps(1.0f / std::sqrt(_mm512_reduce_add_ps(a[0]) / static_cast<float>(h) + eps))};
 }
 
-__attribute__((target("avx512f"))) inline void rows_onepass(const float* x, const float* r, const float* g,
-                                                            const float* b, float* y, int64_t r0, int64_t r1, int64_t h,
-                                                            float eps) {
+// One pass of moments of t - c (c the row's first value) while t = x + r is stored to s.
+__attribute__((target("avx512f"))) inline RowStats stats_onepass(const float* xi, const float* ri, float* s,
+                                                                 int64_t nv, int64_t h, float eps) {
+  const float c = xi[0] + ri[0];
+  const __m512 cv = _mm512_set1_ps(c);
+  __m512 a[4], q[4];
+  for (int k = 0; k < 4; ++k) a[k] = q[k] = _mm512_setzero_ps();
+  for (int64_t v = 0; v < nv; v += 4)
+    for (int k = 0; k < 4; ++k) {
+      const int64_t o = 16 * (v + k);
+      __m512 t = _mm512_add_ps(_mm512_loadu_ps(xi + o), _mm512_loadu_ps(ri + o));
+      _mm512_store_ps(s + o, t);
+      t = _mm512_sub_ps(t, cv);
+      a[k] = _mm512_add_ps(a[k], t);
+      q[k] = _mm512_fmadd_ps(t, t, q[k]);
+    }
+  for (int k = 1; k < 4; ++k) {
+    a[0] = _mm512_add_ps(a[0], a[k]);
+    q[0] = _mm512_add_ps(q[0], q[k]);
+  }
+  const float d = _mm512_reduce_add_ps(a[0]) / static_cast<float>(h);
+  const float var = std::max(0.0f, _mm512_reduce_add_ps(q[0]) / static_cast<float>(h) - d * d);
+  return {_mm512_set1_ps(c + d), _mm512_set1_ps(1.0f / std::sqrt(var + eps))};
+}
+
+__attribute__((target("avx512f"))) inline void rows(bool onepass, const float* x, const float* r, const float* g,
+                                                    const float* b, float* y, int64_t r0, int64_t r1, int64_t h,
+                                                    float eps) {
   alignas(64) float s[4096];
   const int64_t nv = h / 16;
   for (int64_t i = r0; i < r1; ++i) {
-    const float* xi = x + i * h;
-    const float* ri = r + i * h;
-    float* yi = y + i * h;
-    const float c = xi[0] + ri[0];
-    const __m512 cv = _mm512_set1_ps(c);
-    __m512 a[4], q[4];
-    for (int k = 0; k < 4; ++k) a[k] = q[k] = _mm512_setzero_ps();
-    for (int64_t v = 0; v < nv; v += 4)
-      for (int k = 0; k < 4; ++k) {
-        const int64_t o = 16 * (v + k);
-        __m512 t = _mm512_add_ps(_mm512_loadu_ps(xi + o), _mm512_loadu_ps(ri + o));
-        _mm512_store_ps(s + o, t);
-        t = _mm512_sub_ps(t, cv);
-        a[k] = _mm512_add_ps(a[k], t);
-        q[k] = _mm512_fmadd_ps(t, t, q[k]);
-      }
-    for (int k = 1; k < 4; ++k) {
-      a[0] = _mm512_add_ps(a[0], a[k]);
-      q[0] = _mm512_add_ps(q[0], q[k]);
-    }
-    const float d = _mm512_reduce_add_ps(a[0]) / static_cast<float>(h);
-    const __m512 m = _mm512_set1_ps(c + d);
-    const float var = std::max(0.0f, _mm512_reduce_add_ps(q[0]) / static_cast<float>(h) - d * d);
-    const __m512 inv = _mm512_set1_ps(1.0f / std::sqrt(var + eps));
-    normalize_row(s, m, inv, g, b, yi, nv);
+    const RowStats st = onepass ? stats_onepass(x + i * h, r + i * h, s, nv, h, eps) : stats_exact(x + i * h, r + i * h, s, nv, h, eps);
+    normalize_row(s, st.mean, st.inv, g, b, y + i * h, nv);
   }
 }
 
@@ -154,8 +154,7 @@ inline void layernorm_floor(bool onepass, const float* x, const float* r, const 
   {
     const int64_t n = omp_get_num_threads(), id = omp_get_thread_num();
     const int64_t r0 = rows * id / n, r1 = rows * (id + 1) / n;
-    if (onepass) detail::rows_onepass(x, r, g, b, y, r0, r1, hidden, eps);
-    else detail::rows_exact(x, r, g, b, y, r0, r1, hidden, eps);
+    detail::rows(onepass, x, r, g, b, y, r0, r1, hidden, eps);
   }
 }
 

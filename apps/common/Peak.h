@@ -16,38 +16,37 @@ namespace pto::bench {
 
 namespace detail {
 
-inline double gflops(long iters, int lanes, double seconds) { return static_cast<double>(iters) * 12 * lanes * 2 / seconds * 1e-9; }
-
-__attribute__((target("avx512f"))) inline double peak512(long iters) {
+// 12 independent FMA chains of `iters` steps on 512-bit vectors.
+__attribute__((target("avx512f"))) inline void chains512(long iters) {
   __m512 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
   const __m512 b = _mm512_set1_ps(0.9999f), c = _mm512_set1_ps(1e-4f);
-  const auto t0 = std::chrono::steady_clock::now();
   for (long k = 0; k < iters; ++k)
 #pragma GCC unroll 12
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], b, c);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   volatile float sink = 0;  // keeps the chains live
   for (int i = 0; i < 12; ++i) sink = sink + _mm512_reduce_add_ps(acc[i]);
-  return gflops(iters, 16, s);
 }
 
-__attribute__((target("avx2,fma"))) inline double peak256(long iters) {
+// The same on 256-bit vectors (AVX2 + FMA).
+__attribute__((target("avx2,fma"))) inline void chains256(long iters) {
   __m256 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(0.001f * static_cast<float>(i));
   const __m256 b = _mm256_set1_ps(0.9999f), c = _mm256_set1_ps(1e-4f);
-  const auto t0 = std::chrono::steady_clock::now();
   for (long k = 0; k < iters; ++k)
 #pragma GCC unroll 12
     for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], b, c);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   volatile float sink = 0;
-  for (int i = 0; i < 12; ++i) {
-    alignas(32) float v[8];
-    _mm256_store_ps(v, acc[i]);
-    sink = sink + v[0];
-  }
-  return gflops(iters, 8, s);
+  alignas(32) float v[8];
+  for (int i = 0; i < 12; ++i) _mm256_store_ps(v, acc[i]), sink = sink + v[0];
+}
+
+// GFLOP/s of one thread running `chains` (12 chains of `lanes`-wide FMAs, 2 flops each).
+inline double gflops(long iters, int lanes, void (*chains)(long)) {
+  const auto t0 = std::chrono::steady_clock::now();
+  chains(iters);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return static_cast<double>(iters) * 12 * lanes * 2 / s * 1e-9;
 }
 
 }  // namespace detail
@@ -63,7 +62,7 @@ inline double fma_peak_gflops(int threads) {
     std::vector<double> g(static_cast<size_t>(threads));
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] { g[static_cast<size_t>(t)] = avx512 ? detail::peak512(iters) : detail::peak256(iters); });
+      pool.emplace_back([&, t] { g[static_cast<size_t>(t)] = avx512 ? detail::gflops(iters, 16, detail::chains512) : detail::gflops(iters, 8, detail::chains256); });
     for (auto& th : pool) th.join();
     double sum = 0;
     for (double x : g) sum += x;

@@ -64,6 +64,23 @@ double check(int n, GetA a, GetB b, GetC c, double tol) {
   return worst;
 }
 
+// dnnl::matmul of plain row-major n x n operands of element type `type`; each call runs it once.
+struct OneDnnMatmul {
+  dnnl::matmul prim;
+  dnnl::memory a, b, c;
+  dnnl::stream& strm;
+  void operator()() {
+    prim.execute(strm, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    strm.wait();
+  }
+};
+OneDnnMatmul onednn_matmul(dnnl::engine& eng, dnnl::stream& strm, int n, dnnl::memory::data_type type, void* a,
+                           void* b, void* c) {
+  const dnnl::memory::desc md({n, n}, type, dnnl::memory::format_tag::ab);
+  return {dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng)),
+          {md, eng, a}, {md, eng, b}, {md, eng, c}, strm};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,15 +128,21 @@ int main(int argc, char** argv) {
         }
       };
 
+      // A PTO kernel of C = A @ B on n x n buffers of type `dt`: run, checked by `err`, timed.
+      auto run_pto = [&](const std::string& w, const std::string& impl, const Program& p, const Schedule& s, DType dt,
+                         void* pa, void* pb, void* pc, const std::function<double()>& err) {
+        const Kernel k(p, s, t);
+        const std::vector<int64_t> sq{n, n};
+        const std::vector<BufferRef> ins{{pa, dt, sq, {}}, {pb, dt, sq, {}}};
+        const std::vector<BufferRef> outs{{pc, dt, sq, {}}};
+        k.run(ins, outs);
+        const double e = err();
+        record(w, impl, time_it([&] { k.run(ins, outs); }, 2, 5, min_seconds), e);
+      };
       {  // PTO default schedule
         const Program p = make_workload("matmul", {{"M", n}, {"N", n}, {"K", n}});
-        const Kernel k(p, default_schedule(p, t), t);
-        const std::vector<int64_t> sq{n, n};
-        const std::vector<BufferRef> ins{{a.data(), DType::F32, sq, {}}, {b.data(), DType::F32, sq, {}}};
-        const std::vector<BufferRef> outs{{c.data(), DType::F32, sq, {}}};
-        k.run(ins, outs);
-        const double err = check(n, at(a, n), at(b, n), at(c, n), tol);
-        record(wl, "pto-default", time_it([&] { k.run(ins, outs); }, 2, 5, min_seconds), err);
+        run_pto(wl, "pto-default", p, default_schedule(p, t), DType::F32, a.data(), b.data(), c.data(),
+                [&] { return check(n, at(a, n), at(b, n), at(c, n), tol); });
       }
       {  // OpenBLAS
         auto run = [&] {
@@ -131,16 +154,8 @@ int main(int argc, char** argv) {
         record(wl, "openblas", time_it(run, 2, 5, min_seconds), err);
       }
       using dt = dnnl::memory::data_type;
-      using tag = dnnl::memory::format_tag;
-      const dnnl::memory::dims dims{n, n};
       {  // oneDNN f32
-        const dnnl::memory::desc md(dims, dt::f32, tag::ab);
-        const dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng));
-        dnnl::memory am(md, eng, a.data()), bm(md, eng, b.data()), cm(md, eng, c.data());
-        auto run = [&] {
-          prim.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-          strm.wait();
-        };
+        OneDnnMatmul run = onednn_matmul(eng, strm, n, dt::f32, a.data(), b.data(), c.data());
         run();
         const double err = check(n, at(a, n), at(b, n), at(c, n), tol);
         record(wl, "onednn", time_it(run, 2, 5, min_seconds), err);
@@ -161,15 +176,8 @@ int main(int argc, char** argv) {
         Schedule s = default_schedule(p, t);
         s["C"].precision.compute = DType::F32;
         s["C"].precision.accumulate = DType::F32;
-        const Kernel k(p, s, t);
-        const std::vector<int64_t> sq{n, n};
-        const std::vector<BufferRef> ins{{ah.data(), DType::BF16, sq, {}}, {bh.data(), DType::BF16, sq, {}}};
-        const std::vector<BufferRef> outs{{ch.data(), DType::BF16, sq, {}}};
-        k.run(ins, outs);
-        const double err = check(n, at16(ah, n), at16(bh, n), at16(ch, n), tol16);
-        recs.push_back({wl16, "pto-bf16", time_it([&] { k.run(ins, outs); }, 2, 5, min_seconds), 0});
-        recs.back().gflops = flops / (recs.back().t.median_ms * 1e6);
-        if (err > 1.0) std::fprintf(stderr, "%s pto-bf16: check FAILED (%.3g)\n", wl16.c_str(), err), ok = false;
+        run_pto(wl16, "pto-bf16", p, s, DType::BF16, ah.data(), bh.data(), ch.data(),
+                [&] { return check(n, at16(ah, n), at16(bh, n), at16(ch, n), tol16); });
       }
       {
         // bf16 pairs summed by one instruction (dot_pairs: vdpbf16ps): B laid
@@ -184,20 +192,11 @@ int main(int argc, char** argv) {
                                  OpKind::Contraction, "matmul"));
         Schedule s;
         StageSchedule& cs = s["C"];
-        cs.loops.tile = {{"i", {8}}, {"j", {32}}};
-        cs.loops.order = {"j_o", "i_o", "i_i", "j_i"};
-        cs.loops.vectorize = "j_i";
-        cs.loops.vector_width = 16;
-        cs.loops.parallel = {"j_o"};
+        cs.loops = LoopSchedule{.tile = {{"i", {8}}, {"j", {32}}}, .order = {"j_o", "i_o", "i_i", "j_i"}, .vectorize = "j_i",
+                    .vector_width = 16, .parallel = {"j_o"}};
         cs.accumulator_at = "i_o";
         cs.cache.push_back({"Bp", "j_o", false});
-        LoopSchedule up;
-        up.order = {"k", "i", "j"};
-        up.vectorize = "j";
-        up.vector_width = 16;
-        up.unroll["i"] = 0;
-        up.unroll["j"] = 0;
-        cs.update = up;
+        cs.update = LoopSchedule{.order = {"k", "i", "j"}, .vectorize = "j", .vector_width = 16, .unroll = {{"i", 0}, {"j", 0}}};
         cs.dot_pairs = "k";
         const Kernel k(p, s, t);
         std::vector<uint16_t> bp(nn);
@@ -208,23 +207,13 @@ int main(int argc, char** argv) {
         const std::vector<BufferRef> outs{{cf.data(), DType::F32, {n, n}, {}}};
         k.run(ins, outs);
         const double err = check(n, at16(ah, n), at16(bh, n), at(cf, n), tol16);
-        recs.push_back({wl16, "pto-bf16-pairs", time_it([&] { k.run(ins, outs); }, 2, 5, min_seconds), 0});
-        recs.back().gflops = flops / (recs.back().t.median_ms * 1e6);
-        if (err > 1.0) std::fprintf(stderr, "%s pto-bf16-pairs: check FAILED (%.3g)\n", wl16.c_str(), err), ok = false;
+        record(wl16, "pto-bf16-pairs", time_it([&] { k.run(ins, outs); }, 2, 5, min_seconds), err);
       }
       {
-        const dnnl::memory::desc md(dims, dt::bf16, tag::ab);
-        const dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng));
-        dnnl::memory am(md, eng, ah.data()), bm(md, eng, bh.data()), cm(md, eng, ch.data());
-        auto run = [&] {
-          prim.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-          strm.wait();
-        };
+        OneDnnMatmul run = onednn_matmul(eng, strm, n, dt::bf16, ah.data(), bh.data(), ch.data());
         run();
         const double err = check(n, at16(ah, n), at16(bh, n), at16(ch, n), tol16);
-        recs.push_back({wl16, "onednn-bf16", time_it(run, 2, 5, min_seconds), 0});
-        recs.back().gflops = flops / (recs.back().t.median_ms * 1e6);
-        if (err > 1.0) std::fprintf(stderr, "%s onednn-bf16: check FAILED (%.3g)\n", wl16.c_str(), err), ok = false;
+        record(wl16, "onednn-bf16", time_it(run, 2, 5, min_seconds), err);
       }
     }
     std::printf("\n%-18s %-13s %10s %10s %10s %9s\n", "workload", "impl", "median_ms", "min_ms", "max_ms", "GFLOP/s");
@@ -241,11 +230,8 @@ int main(int argc, char** argv) {
       f << out.dump(2) << "\n";
     }
     return ok ? 0 : 1;
-  } catch (const pto::Error& e) {
+  } catch (const std::exception& e) {  // pto::Error, dnnl::error
     std::fprintf(stderr, "bench_matmul: error: %s\n", e.what());
-    return 2;
-  } catch (const dnnl::error& e) {
-    std::fprintf(stderr, "bench_matmul: oneDNN error: %s\n", e.what());
     return 2;
   }
 }

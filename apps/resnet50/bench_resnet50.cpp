@@ -135,6 +135,27 @@ struct OneDnnConv {
   }
 };
 
+// The implementations of one layer: each checked when entered (a wrong answer
+// stops the benchmark), then all timed in interleaved rounds.
+struct Contest {
+  std::string label;
+  double tol;
+  std::vector<std::string> names;
+  std::vector<std::function<void()>> runs;
+  std::deque<Kernel> kernels;  // stable addresses for the runs
+
+  void enter(const std::string& impl, double err, std::function<void()> run) {
+    std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label.c_str(), impl.c_str(), err, err <= tol ? "OK" : "FAILED");
+    if (err > tol) throw Error(impl + " gives a wrong answer on " + label);
+    names.push_back(impl);
+    runs.push_back(std::move(run));
+  }
+  void time(int rounds, double min_time, double flops, std::vector<bench::Record>& records) const {
+    const auto times = bench::interleaved_best(runs, rounds, min_time);
+    for (size_t i = 0; i < runs.size(); ++i) records.push_back(bench::make_record(label, names[i], times[i], flops));
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -193,20 +214,12 @@ int main(int argc, char** argv) {
           for (int64_t i = 0; i < o * o; ++i) out[static_cast<size_t>(co * o * o + i)] = outh[static_cast<size_t>(i * l.cout + co)];
       };
       // f32 sums of up to 4608 products: 1e-4 of the output scale.
-      const double tol = 1e-4;
-      // Every implementation is checked first, then all are timed in interleaved rounds.
-      std::vector<std::string> names;
-      std::vector<std::function<void()>> runs;
-      std::deque<Kernel> kernels;
+      Contest f32{label, 1e-4};
       auto run_pto = [&](const std::string& impl, const Schedule& s) {
-        const Kernel& k = kernels.emplace_back(p, s, t);
+        const Kernel& k = f32.kernels.emplace_back(p, s, t);
         k.run(ins, outs);
         to_nchw();
-        const double err = check(l, x, w, b, out, rng);
-        std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label.c_str(), impl.c_str(), err, err <= tol ? "OK" : "FAILED");
-        if (err > tol) throw Error(impl + " gives a wrong answer on " + label);
-        names.push_back(impl);
-        runs.push_back([&] { k.run(ins, outs); });
+        f32.enter(impl, check(l, x, w, b, out, rng), [&] { k.run(ins, outs); });
       };
       run_pto("pto-default", default_schedule(p, t));
       for (const std::string& f : schedule_files) run_pto(std::filesystem::path(f).stem().string(), load_schedule_file(f));
@@ -219,13 +232,8 @@ int main(int argc, char** argv) {
       OneDnnConv dn(l, x, w, b, out);
       dn.run();
       dn.fetch();
-      const double derr = check(l, x, w, b, out, rng);
-      std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label.c_str(), "onednn", derr, derr <= tol ? "OK" : "FAILED");
-      if (derr > tol) throw Error("oneDNN gives a wrong answer on " + label);
-      names.push_back("onednn");
-      runs.push_back([&] { dn.run(); });
-      const auto times = bench::interleaved_best(runs, rounds, min_time);
-      for (size_t i = 0; i < runs.size(); ++i) records.push_back(bench::make_record(label, names[i], times[i], l.flops(1)));
+      f32.enter("onednn", check(l, x, w, b, out, rng), [&] { dn.run(); });
+      f32.time(rounds, min_time, l.flops(1), records);
 
       if (!bf16) continue;
       // bf16 operands, bias and output; f32 products and accumulation. The
@@ -259,34 +267,23 @@ int main(int argc, char** argv) {
                                          {w16b.data(), DType::BF16, wshape, {}},
                                          {b16.data(), DType::BF16, {l.cout}, {}}};
       const std::vector<BufferRef> outs16{{out16.data(), DType::BF16, {1, o, o, l.cout}, {}}};
-      std::vector<std::string> names16;
-      std::vector<std::function<void()>> runs16;
-      std::deque<Kernel> kernels16;
+      Contest bf16c{label16, tol16};
       // The default schedule computes in f32 and accumulates in f32 tiles (Defaults.cpp: wide_arithmetic).
       auto run_pto16 = [&](const std::string& impl, const Schedule& s16) {
-        const Kernel& k = kernels16.emplace_back(p16, s16, t);
+        const Kernel& k = bf16c.kernels.emplace_back(p16, s16, t);
         k.run(ins16, outs16);
         for (int64_t co = 0; co < l.cout; ++co)
           for (int64_t i = 0; i < o * o; ++i)
             out[static_cast<size_t>(co * o * o + i)] = from_bf16(out16[static_cast<size_t>(i * l.cout + co)]);
-        const double err = check(l, xr, wr, br, out, rng);
-        std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label16.c_str(), impl.c_str(), err, err <= tol16 ? "OK" : "FAILED");
-        if (err > tol16) throw Error(impl + " gives a wrong answer on " + label16);
-        names16.push_back(impl);
-        runs16.push_back([&] { k.run(ins16, outs16); });
+        bf16c.enter(impl, check(l, xr, wr, br, out, rng), [&] { k.run(ins16, outs16); });
       };
       run_pto16("pto-bf16", default_schedule(p16, t));
       for (const std::string& f : schedule_files16) run_pto16(std::filesystem::path(f).stem().string(), load_schedule_file(f));
       OneDnnConv dn16(l, xr, wr, br, out, dnnl::memory::data_type::bf16);
       dn16.run();
       dn16.fetch();
-      const double derr16 = check(l, xr, wr, br, out, rng);
-      std::fprintf(stderr, "%-26s %-12s sampled max rel err %.2e %s\n", label16.c_str(), "onednn-bf16", derr16, derr16 <= tol16 ? "OK" : "FAILED");
-      if (derr16 > tol16) throw Error("oneDNN bf16 gives a wrong answer on " + label16);
-      names16.push_back("onednn-bf16");
-      runs16.push_back([&] { dn16.run(); });
-      const auto times16 = bench::interleaved_best(runs16, rounds, min_time);
-      for (size_t i = 0; i < runs16.size(); ++i) records16.push_back(bench::make_record(label16, names16[i], times16[i], l.flops(1)));
+      bf16c.enter("onednn-bf16", check(l, xr, wr, br, out, rng), [&] { dn16.run(); });
+      bf16c.time(rounds, min_time, l.flops(1), records16);
     }
     if (!no_ort) {
       std::string cmd = std::string(PTO_PYTHON) + " " + PTO_SOURCE_DIR + "/apps/resnet50/ort_resnet50.py --min-time " + std::to_string(min_time) + " --layers ";
@@ -311,11 +308,8 @@ int main(int argc, char** argv) {
     records.insert(records.end(), records16.begin(), records16.end());
     if (!json_path.empty()) bench::write_json(records, json_path);
     return 0;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // pto::Error, dnnl::error
     std::fprintf(stderr, "bench_resnet50: error: %s\n", e.what());
-    return 2;
-  } catch (const dnnl::error& e) {
-    std::fprintf(stderr, "bench_resnet50: oneDNN error: %s\n", e.what());
     return 2;
   }
 }

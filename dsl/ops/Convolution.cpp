@@ -22,6 +22,29 @@ std::vector<int> per_dim(const std::string& op, const char* what, std::vector<in
   return v;
 }
 
+// The convolution's sum stage `out` (`out_acc` when a bias follows), carrying
+// the roles of its variables, and the bias epilogue.
+Tensor sum_and_bias(Program p, const std::string& op, const std::string& out, const std::vector<std::string>& ovars,
+                    const Shape& oshape, const std::vector<RVar>& rvars, const Expr& body, const Tensor& b,
+                    const ConvRoles& roles) {
+  Stage s;
+  s.name = b.defined() ? p.unique_name(out + "_acc") : out;
+  s.vars = ovars;
+  s.shape = oshape;
+  s.reduce = ReduceOp::Sum;
+  s.rvars = rvars;
+  s.value = body;
+  s.dtype = body.type();
+  s.kind = OpKind::Convolution;
+  s.op = op;
+  s.conv_roles = roles;
+  const std::string acc_name = s.name;
+  p.add_stage(std::move(s));
+  const Tensor acc = p.handle(acc_name);
+  if (!b.defined()) return acc;
+  return p.define(out, ovars, oshape, acc(vars_of(ovars)) + b(var(roles.out_channel)), OpKind::Elementwise, op);
+}
+
 }  // namespace
 
 Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w, const Tensor& b,
@@ -94,10 +117,9 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
   if (inside.defined()) xv = select(inside, xv, make_const(0, x.dtype()));
   Program p = x.program();
   const std::string out = name.empty() ? p.unique_name(op) : name;
-  const Tensor acc = p.define_reduce(b.defined() ? p.unique_name(out + "_acc") : out, ovars, oshape, ReduceOp::Sum,
-                                     rvars, xv * w(wi), OpKind::Convolution, op);
-  if (!b.defined()) return acc;
-  return p.define(out, ovars, oshape, acc(vars_of(ovars)) + b(o), OpKind::Elementwise, op);
+  const bool rows = spatial >= 2;
+  return sum_and_bias(p, op, out, ovars, oshape, rvars, xv * w(wi), b,
+                      {"n", "o", rows ? "y" : "", "x", "c", rows ? "ky" : "", "kx"});
 }
 
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& params, const std::string& name) {
@@ -189,10 +211,8 @@ Tensor conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor& b, std::array
   const Expr body = src(n, y * stride[0] + ky * dilation[0], xx * stride[1] + kx * dilation[1], c) * wv;
   const Shape oshape{x.shape()[0], out[0], out[1], O};
   const std::vector<std::string> ovars{"n", "y", "x", "o"};
-  const Tensor acc = p.define_reduce(b.defined() ? p.unique_name(out_name + "_acc") : out_name, ovars, oshape,
-                                     ReduceOp::Sum, {{"ky", KH}, {"kx", KW}, {"c", C}}, body, OpKind::Convolution, op);
-  if (!b.defined()) return acc;
-  return p.define(out_name, ovars, oshape, acc(n, y, xx, o) + b(o), OpKind::Elementwise, op);
+  return sum_and_bias(p, op, out_name, ovars, oshape, {{"ky", KH}, {"kx", KW}, {"c", C}}, body, b,
+                      {"n", "o", "y", "x", "c", "ky", "kx"});
 }
 
 // out[n, o, y, x] = sum over c in o's group, ky, kx of
@@ -240,10 +260,8 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, std::
   const Expr in = x(n, ic, clamp(iy, 0, static_cast<int>(H - 1)), clamp(ix, 0, static_cast<int>(W - 1)));
   const Expr val = select(ok, in, make_const(0, x.dtype())) * w(ic, o % static_cast<int>(Og), ky, kx);
   const Shape oshape{x.shape()[0], O, OH, OW};
-  const Tensor acc = p.define_reduce(b.defined() ? p.unique_name(out + "_acc") : out, {"n", "o", "y", "x"}, oshape,
-                                     ReduceOp::Sum, {{"c", Cg}, {"ky", KH}, {"kx", KW}}, val, OpKind::Convolution, op);
-  if (!b.defined()) return acc;
-  return p.define(out, {"n", "o", "y", "x"}, oshape, acc(n, o, y, xx) + b(o), OpKind::Elementwise, op);
+  return sum_and_bias(p, op, out, {"n", "o", "y", "x"}, oshape, {{"c", Cg}, {"ky", KH}, {"kx", KW}}, val, b,
+                      {"n", "o", "y", "x", "c", "ky", "kx"});
 }
 
 }  // namespace pto::ops

@@ -5,7 +5,6 @@
 // `floor_divide` follow numpy (the result of mod has the divisor's sign) on top
 // of Halide's Euclidean integer division; float `mod` is x - y * floor(x / y)
 // (numpy) and `fmod` is C fmod (sign of the dividend).
-#include <map>
 
 #include "dsl/ops/Ops.h"
 
@@ -42,58 +41,63 @@ Expr fmod(const Expr& a0, const Expr& b0) {
 }
 
 using Fn = std::function<Expr(const Expr&, const Expr&)>;
-const std::map<std::string, Fn>& defs() {
-  static const std::map<std::string, Fn> d = {
-      {"add", [](const Expr& a, const Expr& b) { return a + b; }},
-      {"sub", [](const Expr& a, const Expr& b) { return a - b; }},
-      {"mul", [](const Expr& a, const Expr& b) { return a * b; }},
-      {"div", [](const Expr& a, const Expr& b) { return a / b; }},
-      {"pow", [](const Expr& a, const Expr& b) { return pto::pow(a, b); }},
-      {"mod", numpy_mod},
-      {"fmod", fmod},
-      {"floor_divide", floor_divide},
-      {"maximum", [](const Expr& a, const Expr& b) { return max(a, b); }},
-      {"minimum", [](const Expr& a, const Expr& b) { return min(a, b); }},
-      {"atan2", [](const Expr& a, const Expr& b) { return binary(BinOp::Atan2, a, b); }},
-      {"squared_difference", [](const Expr& a, const Expr& b) { return (a - b) * (a - b); }},
-      {"prelu", [](const Expr& x, const Expr& s) { return select(x < make_const(0, x.type()), x * s, x); }},
-      {"equal", [](const Expr& a, const Expr& b) { return a == b; }},
-      {"not_equal", [](const Expr& a, const Expr& b) { return a != b; }},
-      {"less", [](const Expr& a, const Expr& b) { return a < b; }},
-      {"less_equal", [](const Expr& a, const Expr& b) { return a <= b; }},
-      {"greater", [](const Expr& a, const Expr& b) { return a > b; }},
-      {"greater_equal", [](const Expr& a, const Expr& b) { return a >= b; }},
-      {"logical_and", [](const Expr& a, const Expr& b) { return a && b; }},
-      {"logical_or", [](const Expr& a, const Expr& b) { return a || b; }},
-      {"logical_xor", [](const Expr& a, const Expr& b) { return binary(BinOp::Ne, !a, !b); }},
+struct Binary {
+  const char* name;
+  const char* summary;
+  Fn f;
+};
+
+const std::vector<Binary>& binaries() {
+  static const std::vector<Binary> d = {
+      {"add", "a + b with numpy broadcasting", [](const Expr& a, const Expr& b) { return a + b; }},
+      {"sub", "a - b with numpy broadcasting", [](const Expr& a, const Expr& b) { return a - b; }},
+      {"mul", "a * b with numpy broadcasting", [](const Expr& a, const Expr& b) { return a * b; }},
+      {"div", "a / b with numpy broadcasting", [](const Expr& a, const Expr& b) { return a / b; }},
+      {"pow", "a ^ b", [](const Expr& a, const Expr& b) { return pto::pow(a, b); }},
+      {"mod", "numpy remainder: sign of the divisor", numpy_mod},
+      {"fmod", "C fmod: sign of the dividend", fmod},
+      {"floor_divide", "floor(a / b) (numpy //)", floor_divide},
+      {"maximum", "elementwise max with broadcasting", [](const Expr& a, const Expr& b) { return max(a, b); }},
+      {"minimum", "elementwise min with broadcasting", [](const Expr& a, const Expr& b) { return min(a, b); }},
+      {"atan2", "atan2(a, b)", [](const Expr& a, const Expr& b) { return binary(BinOp::Atan2, a, b); }},
+      {"squared_difference", "(a - b)^2", [](const Expr& a, const Expr& b) { return (a - b) * (a - b); }},
+      {"prelu", "x if x >= 0 else slope x (slope broadcast)",
+       [](const Expr& x, const Expr& s) { return select(x < make_const(0, x.type()), x * s, x); }},
+      {"equal", "a == b (bool)", [](const Expr& a, const Expr& b) { return a == b; }},
+      {"not_equal", "a != b (bool)", [](const Expr& a, const Expr& b) { return a != b; }},
+      {"less", "a < b (bool)", [](const Expr& a, const Expr& b) { return a < b; }},
+      {"less_equal", "a <= b (bool)", [](const Expr& a, const Expr& b) { return a <= b; }},
+      {"greater", "a > b (bool)", [](const Expr& a, const Expr& b) { return a > b; }},
+      {"greater_equal", "a >= b (bool)", [](const Expr& a, const Expr& b) { return a >= b; }},
+      {"logical_and", "a && b (bool)", [](const Expr& a, const Expr& b) { return a && b; }},
+      {"logical_or", "a || b (bool)", [](const Expr& a, const Expr& b) { return a || b; }},
+      {"logical_xor", "a != b as bools", [](const Expr& a, const Expr& b) { return binary(BinOp::Ne, !a, !b); }},
   };
   return d;
 }
 
 }  // namespace
 
-std::vector<std::string> binary_op_names() {
-  std::vector<std::string> r;
-  for (const auto& [n, f] : defs()) r.push_back(n);
+std::vector<OpInfo> elementwise_ops() {
+  std::vector<OpInfo> r;
+  for (const Binary& d : binaries())
+    r.push_back({d.name, OpKind::Elementwise, d.summary, 2, 2, {},
+                 [op = std::string(d.name), f = d.f](const std::vector<Tensor>& in, const Attrs&, const std::string& n) {
+                   return map(op, in, [&](const std::vector<Expr>& x) { return f(x[0], x[1]); }, n);
+                 }});
+  r.push_back({"where", OpKind::Elementwise, "cond ? a : b with three-way broadcasting", 3, 3, {},
+               [](const std::vector<Tensor>& in, const Attrs&, const std::string& n) { return where(in[0], in[1], in[2], n); }});
   return r;
 }
 
-Tensor binary_op(const std::string& op, const Tensor& a, const Tensor& b, const std::string& name) {
-  const auto it = defs().find(op);
-  if (it == defs().end()) throw DefinitionError("unknown binary operator '" + op + "'");
-  if (!a.defined() || !b.defined()) throw DefinitionError(op + ": an input is undefined");
-  const Fn& f = it->second;
-  return map(op, {a, b}, [&](const std::vector<Expr>& x) { return f(x[0], x[1]); }, name);
-}
-
-Tensor add(const Tensor& a, const Tensor& b, const std::string& n) { return binary_op("add", a, b, n); }
-Tensor sub(const Tensor& a, const Tensor& b, const std::string& n) { return binary_op("sub", a, b, n); }
-Tensor mul(const Tensor& a, const Tensor& b, const std::string& n) { return binary_op("mul", a, b, n); }
-Tensor div(const Tensor& a, const Tensor& b, const std::string& n) { return binary_op("div", a, b, n); }
-Tensor pow(const Tensor& a, const Tensor& b, const std::string& n) { return binary_op("pow", a, b, n); }
-Tensor mod(const Tensor& a, const Tensor& b, const std::string& n) { return binary_op("mod", a, b, n); }
-Tensor maximum(const Tensor& a, const Tensor& b, const std::string& n) { return binary_op("maximum", a, b, n); }
-Tensor minimum(const Tensor& a, const Tensor& b, const std::string& n) { return binary_op("minimum", a, b, n); }
+Tensor add(const Tensor& a, const Tensor& b, const std::string& n) { return call("add", {a, b}, {}, n); }
+Tensor sub(const Tensor& a, const Tensor& b, const std::string& n) { return call("sub", {a, b}, {}, n); }
+Tensor mul(const Tensor& a, const Tensor& b, const std::string& n) { return call("mul", {a, b}, {}, n); }
+Tensor div(const Tensor& a, const Tensor& b, const std::string& n) { return call("div", {a, b}, {}, n); }
+Tensor pow(const Tensor& a, const Tensor& b, const std::string& n) { return call("pow", {a, b}, {}, n); }
+Tensor mod(const Tensor& a, const Tensor& b, const std::string& n) { return call("mod", {a, b}, {}, n); }
+Tensor maximum(const Tensor& a, const Tensor& b, const std::string& n) { return call("maximum", {a, b}, {}, n); }
+Tensor minimum(const Tensor& a, const Tensor& b, const std::string& n) { return call("minimum", {a, b}, {}, n); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, const std::string& name) {
   return map("where", {cond, a, b}, [](const std::vector<Expr>& x) { return select(x[0], x[1], x[2]); }, name);

@@ -105,8 +105,10 @@ Tensor grouped_norm(const std::string& op, const Tensor& x, int groups, const Te
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int axis, const std::string& name) {
-  const std::string op = "softmax";
+namespace {
+// softmax and log_softmax: the max and sum-of-exp statistics along `axis`, then `finish`.
+using SoftmaxFinish = std::function<Expr(const AxisSplit&, const Tensor& e, const Tensor& m, const Tensor& sum)>;
+Tensor softmax_like(const std::string& op, const Tensor& x, int axis, const std::string& name, const SoftmaxFinish& finish) {
   require_float(op, x);
   const int a = normalize_axis(op, axis, x.rank());
   Program p = x.program();
@@ -114,22 +116,21 @@ Tensor softmax(const Tensor& x, int axis, const std::string& name) {
   const AxisSplit s = split_axis(x, a);
   Tensor e;
   const auto [m, sum] = softmax_stats(p, out, op, x, a, s, &e);
-  return p.define(out, s.all, x.shape(), e(vars_of(s.all)) * (make_const(1, x.dtype()) / sum(vars_of(s.rest))),
-                  OpKind::Normalization, op);
+  return p.define(out, s.all, x.shape(), finish(s, e, m, sum), OpKind::Normalization, op);
+}
+}  // namespace
+
+Tensor softmax(const Tensor& x, int axis, const std::string& name) {
+  return softmax_like("softmax", x, axis, name, [&](const AxisSplit& s, const Tensor& e, const Tensor&, const Tensor& sum) {
+    return e(vars_of(s.all)) * (make_const(1, x.dtype()) / sum(vars_of(s.rest)));
+  });
 }
 
 Tensor log_softmax(const Tensor& x, int axis, const std::string& name) {
-  const std::string op = "log_softmax";
-  require_float(op, x);
-  const int a = normalize_axis(op, axis, x.rank());
-  Program p = x.program();
-  const std::string out = name.empty() ? p.unique_name(op) : name;
-  const AxisSplit s = split_axis(x, a);
-  Tensor e;
-  const auto [m, sum] = softmax_stats(p, out, op, x, a, s, &e);
-  const auto rest = vars_of(s.rest);
-  return p.define(out, s.all, x.shape(), x(vars_of(s.all)) - m(rest) - unary(UnOp::Log, sum(rest)),
-                  OpKind::Normalization, op);
+  return softmax_like("log_softmax", x, axis, name, [&](const AxisSplit& s, const Tensor&, const Tensor& m, const Tensor& sum) {
+    const auto rest = vars_of(s.rest);
+    return x(vars_of(s.all)) - m(rest) - unary(UnOp::Log, sum(rest));
+  });
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, const std::string& name) {

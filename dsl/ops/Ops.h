@@ -4,9 +4,8 @@
 // stages to it, returning the result handle; shapes are checked and inferred
 // (numpy broadcasting for elementwise operators). Stage names default to the
 // operator name made unique ("matmul", "matmul_1", ...); pass `name` to choose.
-// Each operator type is listed once in registry() with its kind, which is what
-// `pto ops` prints and what default schedules key on, and once in the call()
-// table (Call.cpp), which is how Python and the CLI reach it.
+// Each operator type is one row of the operator table (Registry.h: name, kind,
+// attribute schema, builder), which `pto ops`, call() and Python all read.
 //
 // Families live in one file each: Unary.cpp, Elementwise.cpp (binary and
 // ternary), Reduction.cpp, Contraction.cpp, Convolution.cpp, Pooling.cpp,
@@ -25,26 +24,9 @@
 #include <vector>
 
 #include "dsl/Program.h"
+#include "dsl/ops/Registry.h"
 
 namespace pto::ops {
-
-struct OpInfo {
-  std::string name;
-  OpKind kind;
-  std::string summary;
-};
-// All operator types, sorted by name.
-const std::vector<OpInfo>& registry();
-
-// Calls any operator by its registry name with attributes as JSON, e.g.
-// call("softmax", {x}, {{"axis", -1}}). This is how Python, the CLI and graph
-// importers reach the whole library without a binding per operator. Unknown
-// names or attributes throw DefinitionError naming the valid ones. Operators
-// with several results (split) take an `index` attribute choosing one.
-Tensor call(const std::string& op, const std::vector<Tensor>& inputs, const nlohmann::json& attrs = {},
-            const std::string& name = "");
-// Names in the call() table, sorted (tests check it equals the registry).
-std::vector<std::string> callable_ops();
 
 // ---- building blocks -------------------------------------------------------
 // numpy broadcasting of two shapes; throws ShapeError naming `op` and both shapes.
@@ -74,10 +56,7 @@ void require_float(const std::string& op, const Tensor& x);
 int64_t static_dim(const std::string& op, const Tensor& x, int axis);
 
 // ---- unary elementwise (Unary.cpp) ------------------------------------------
-// Any unary operator by name with its attributes (alpha, beta, min, max).
-Tensor unary_op(const std::string& op, const Tensor& x, const nlohmann::json& attrs = {}, const std::string& name = "");
-// Names of the unary operators unary_op accepts.
-std::vector<std::string> unary_op_names();
+// Every unary operator is a row of the table (call("mish", {x})); the common ones also have functions.
 Tensor abs(const Tensor& x, const std::string& name = "");
 Tensor neg(const Tensor& x, const std::string& name = "");
 Tensor exp(const Tensor& x, const std::string& name = "");
@@ -106,9 +85,7 @@ Tensor clip(const Tensor& x, std::optional<double> lo, std::optional<double> hi,
 Tensor gelu(const Tensor& x, bool tanh_approximation = false, const std::string& name = "");
 
 // ---- binary / ternary elementwise (Elementwise.cpp) ---------------------------
-// Any binary operator by name (add, pow, less, logical_xor, ...).
-Tensor binary_op(const std::string& op, const Tensor& a, const Tensor& b, const std::string& name = "");
-std::vector<std::string> binary_op_names();
+// Every binary operator is a row of the table (call("logical_xor", {a, b})); the common ones also have functions.
 Tensor add(const Tensor& a, const Tensor& b, const std::string& name = "");
 Tensor sub(const Tensor& a, const Tensor& b, const std::string& name = "");
 Tensor mul(const Tensor& a, const Tensor& b, const std::string& name = "");

@@ -57,6 +57,17 @@ std::string out_name(Program& p, const std::string& name, const std::string& op)
   return name.empty() ? p.unique_name(op) : name;
 }
 
+// The program and output name of a reduction that needs a float input.
+struct Output {
+  Program p;
+  std::string out;
+};
+Output float_reduction(const std::string& op, const Tensor& x, const std::string& name) {
+  require_float(op, x);
+  Program p = x.program();
+  return {p, out_name(p, name, op)};
+}
+
 // A stage over the plan's output vars with value `f(stage(vars))`.
 Tensor finish(Program& p, const std::string& name, const Plan& pl, const std::string& op, const Expr& value) {
   return p.define(name, pl.vars, pl.out, value, OpKind::Reduction, op);
@@ -127,9 +138,7 @@ Tensor reduce_prod(const Tensor& x, std::vector<int> axes, bool keepdims, const 
 
 Tensor reduce_mean(const Tensor& x, std::vector<int> axes, bool keepdims, const std::string& name) {
   const std::string op = "reduce_mean";
-  require_float(op, x);
-  Program p = x.program();
-  const std::string out = out_name(p, name, op);
+  auto [p, out] = float_reduction(op, x, name);
   const Plan pl = plan(op, x, axes, keepdims);
   const Tensor s = sum_of(p, p.unique_name(out + "_sum"), pl, op, x(pl.index));
   return finish(p, out, pl, op, s(vars_of(pl.vars)) / element_count(p, out, pl.reduced, x.dtype()));
@@ -137,10 +146,8 @@ Tensor reduce_mean(const Tensor& x, std::vector<int> axes, bool keepdims, const 
 
 Tensor reduce_var(const Tensor& x, std::vector<int> axes, bool keepdims, int ddof, const std::string& name) {
   const std::string op = "reduce_var";
-  require_float(op, x);
+  auto [p, out] = float_reduction(op, x, name);
   if (ddof < 0) throw ShapeError(op + ": ddof " + std::to_string(ddof) + " must be >= 0");
-  Program p = x.program();
-  const std::string out = out_name(p, name, op);
   Plan kept;
   const Tensor mean = mean_stage(p, out, x, axes, op, &kept);
   const Plan pl = plan(op, x, axes, keepdims);
@@ -174,10 +181,8 @@ Tensor reduce_sum_square(const Tensor& x, std::vector<int> axes, bool keepdims, 
 
 Tensor reduce_l2(const Tensor& x, std::vector<int> axes, bool keepdims, const std::string& name) {
   const std::string op = "reduce_l2";
-  require_float(op, x);
+  auto [p, out] = float_reduction(op, x, name);
   const Plan pl = plan(op, x, axes, keepdims);
-  Program p = x.program();
-  const std::string out = out_name(p, name, op);
   const Expr v = x(pl.index);
   const Tensor ss = sum_of(p, p.unique_name(out + "_ss"), pl, op, v * v);
   return finish(p, out, pl, op, unary(UnOp::Sqrt, ss(vars_of(pl.vars))));
@@ -185,9 +190,7 @@ Tensor reduce_l2(const Tensor& x, std::vector<int> axes, bool keepdims, const st
 
 Tensor reduce_logsumexp(const Tensor& x, std::vector<int> axes, bool keepdims, const std::string& name) {
   const std::string op = "reduce_logsumexp";
-  require_float(op, x);
-  Program p = x.program();
-  const std::string out = out_name(p, name, op);
+  auto [p, out] = float_reduction(op, x, name);
   const Plan kept = plan(op, x, axes, true);
   const Tensor m = p.define_reduce(p.unique_name(out + "_max"), kept.vars, kept.out, ReduceOp::Max, kept.rvars,
                                    x(kept.index), OpKind::Reduction, op);

@@ -12,11 +12,23 @@
 
 namespace pto::defaults {
 
-// A 2-D convolution whose output channel is the innermost dim ([n, y, x, o]:
-// conv2d_nhwc, or conv2d with layout NHWC).
+// A 2-D convolution whose variables are [batch, out_row, out_col,
+// out_channel] by role (conv2d_nhwc, or conv2d with layout NHWC). The rules
+// below may then read its dims, and those of its same-shape epilogue stages
+// (whatever their variables' names), by position.
 bool channels_last_conv(const Stage& st) {
-  return st.kind == OpKind::Convolution && st.vars.size() == 4 && st.vars.back() == "o";
+  if (st.kind != OpKind::Convolution || !st.conv_roles) return false;
+  const ConvRoles& r = *st.conv_roles;
+  return st.vars == std::vector<std::string>{r.batch, r.out_row, r.out_col, r.out_channel};
 }
+
+namespace {
+const ConvRoles& roles(const Stage& conv) {
+  if (!conv.conv_roles)
+    throw ScheduleError("channels-last conv defaults: stage '" + conv.name + "' has no convolution roles");
+  return *conv.conv_roles;
+}
+}  // namespace
 
 // The block of a parallel loop over `extent` iterations (in units of
 // `unit`) that gives each of the target's cores one contiguous block, or 0
@@ -114,7 +126,7 @@ void skip_row_padding(const Program& p, const Stage& conv, LoopSchedule& tile_lo
   const int64_t ow = static_extent(conv.shape[2]);
   if (padded(w) && tile != tile_loops.tile.end() && ow > 0 && (ow + tile->second[0] - 1) / tile->second[0] <= 4) {
     tile_loops.unroll[x] = 0;
-    cs.update->unroll["kx"] = 0;
+    cs.update->unroll[roles(conv).kernel_col] = 0;
     cs.skip_padding.push_back(w);
   }
 }
@@ -136,8 +148,8 @@ int64_t max_tile_pixels(const Program& p, const Stage& conv) {
   const Shape& in = p.tensor(reads[0]).shape;
   int64_t C = 0, kw = 1;
   for (const RVar& r : conv.rvars) {
-    if (r.name == "c") C = static_extent(r.extent);
-    if (r.name == "kx") kw = static_extent(r.extent);
+    if (r.name == roles(conv).in_channel) C = static_extent(r.extent);
+    if (r.name == roles(conv).kernel_col) kw = static_extent(r.extent);
   }
   const int64_t w_in = in.size() == 4 ? static_extent(in[2]) : -1, ow = static_extent(conv.shape[2]);
   if (C <= 0 || w_in <= 0 || ow <= 1 || kw <= 0) return 14;
@@ -186,7 +198,7 @@ bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t) {
   for (const Dim& d : w.shape) n *= std::max<int64_t>(static_extent(d), 1);
   int64_t taps = 1;
   for (const RVar& r : conv.rvars)
-    if (r.name != "c") taps *= std::max<int64_t>(1, static_extent(r.extent));
+    if (r.name != roles(conv).in_channel) taps *= std::max<int64_t>(1, static_extent(r.extent));
   const int64_t oh = static_extent(conv.shape[1]);
   if (w.shape.size() == 5 && taps == 1 && t.cores > 1 && oh > 0 && oh % t.cores == 0) return false;
   return 2 * n > t.l2_bytes;
@@ -209,7 +221,8 @@ bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t) {
 void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, const Target& t, Schedule& s) {
   const int lanes = t.vector_lanes(DType::F32);
   const int regs = t.vector_registers;
-  const std::string n = mm.vars[0], y = mm.vars[1], x = mm.vars[2], o = mm.vars[3];
+  const ConvRoles& role = roles(mm);
+  const std::string n = role.batch, y = role.out_row, x = role.out_col, o = role.out_channel;
   const int64_t OH = static_extent(mm.shape[1]), OW = static_extent(mm.shape[2]), O = static_extent(mm.shape[3]);
   const int64_t v = std::max<int64_t>(1, std::min<int64_t>(2, O / lanes));
   const int64_t rmax = (regs - 1 - v) / v;  // accumulators + weight vectors + one broadcast
@@ -268,7 +281,7 @@ void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, con
   std::string cin;
   int64_t C = 0, taps = 1;
   for (const RVar& r : mm.rvars) {
-    if (r.name == "c") cin = r.name, C = static_extent(r.extent);
+    if (r.name == role.in_channel) cin = r.name, C = static_extent(r.extent);
     else taps *= std::max<int64_t>(1, static_extent(r.extent));
   }
   int64_t cb = 16;
@@ -308,10 +321,10 @@ void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, con
     } else if (padded(h) && OH > 0 && (OH + yt - 1) / yt <= 4) {
       ms.skip_padding.push_back(h);
       up.unroll[y + "_o"] = 0;
-      up.unroll["ky"] = 0;
+      up.unroll[role.kernel_row] = 0;
     }
     if (padded(w)) ms.skip_padding.push_back(w);
-    if (!ms.skip_padding.empty()) up.unroll["kx"] = 0;
+    if (!ms.skip_padding.empty()) up.unroll[role.kernel_col] = 0;
   }
   ms.update = up;
 }

@@ -1,11 +1,14 @@
 // conv2d_nhwc (channels-last convolution, HWIO weights): the op against plain
-// float64 loops over stride, padding, dilation and kernel sizes; its default
-// schedule (the channels-last register tile, the materialized padded input) on
-// ResNet-50 layer kinds at reduced spatial size; typed errors for bad shapes.
+// float64 loops over stride, padding, dilation and kernel sizes; properties
+// of its default schedules on ResNet-50 layer kinds at reduced spatial size
+// (valid, correct, register tiles within the register file) for several
+// targets; the variable roles the defaults key on; typed errors for bad shapes.
 #include <catch2/catch.hpp>
 
 #include "dsl/models/BlockedWeights.h"
 #include "dsl/ops/Ops.h"
+#include "dsl/ProgramJson.h"
+#include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
 #include "test/cpp/Helpers.h"
@@ -45,6 +48,69 @@ HostTensor reference(const NhwcCase& k, const HostTensor& x, const HostTensor& w
   return r;
 }
 
+// The convolution `k` as a program with output Y (through a ReLU when
+// `relu`), random inputs and the float64 result.
+struct Built {
+  Program p{"nhwc"};
+  std::map<std::string, HostTensor> in;
+  HostTensor want;
+};
+Built build(const NhwcCase& k, bool relu, std::mt19937& rng) {
+  Built r;
+  Program& p = r.p;
+  const Tensor x = p.input("X", {k.n, k.h, k.w, k.c}), w = p.input("W", {k.kh, k.kw, k.c, k.o});
+  const Tensor b = k.bias ? p.input("b", {k.o}) : Tensor();
+  const Tensor conv = ops::conv2d_nhwc(x, w, b, k.stride, k.pad, k.dil, relu ? "conv" : "Y");
+  p.output(relu ? ops::relu(conv, "Y") : conv);
+  r.in = {{"X", random_tensor({k.n, k.h, k.w, k.c}, rng)}, {"W", random_tensor({k.kh, k.kw, k.c, k.o}, rng)}};
+  if (k.bias) r.in["b"] = random_tensor({k.o}, rng);
+  r.want = reference(k, r.in.at("X"), r.in.at("W"), k.bias ? &r.in.at("b") : nullptr);
+  if (relu)
+    for (double& v : r.want.data) v = std::max(v, 0.0);
+  return r;
+}
+
+// The register tile that accumulates convolution `mm` under `s`: the loops
+// inside its innermost reduction loop, a loop's extent being its tile's last
+// factor or, for an untiled variable, the enclosing loops' tile of that dim
+// (the consumer it is computed at, or its own pure loops).
+struct RegisterTile {
+  int64_t accumulators = 1;  // vectors
+  int64_t vectors = 1;       // vectors per row of the tile (weight vectors loaded per step)
+};
+RegisterTile register_tile(const Program& p, const Schedule& s, const Stage& mm, int lanes) {
+  const StageSchedule& ms = *s.find(mm.name);
+  REQUIRE(ms.update.has_value());
+  const LoopSchedule& up = *ms.update;
+  const bool at = ms.compute.kind == Placement::Kind::At;
+  const LoopSchedule& enclosing = at ? s.find(ms.compute.stage)->loops : ms.loops;
+  const std::vector<std::string>& enclosing_vars = at ? p.stage(ms.compute.stage).vars : mm.vars;
+  auto is_rvar = [&](const std::string& l) {
+    for (const RVar& r : mm.rvars)
+      if (l == r.name || l.rfind(r.name + "_", 0) == 0) return true;
+    return false;
+  };
+  size_t first = 0;
+  for (size_t i = 0; i < up.order.size(); ++i)
+    if (is_rvar(up.order[i])) first = i + 1;
+  auto extent = [&](const std::string& l) -> int64_t {
+    const std::string base = l.size() > 2 && l.substr(l.size() - 2) == "_i" ? l.substr(0, l.size() - 2) : l;
+    if (base != l) return up.tile.at(base).back();
+    const size_t d = static_cast<size_t>(std::find(mm.vars.begin(), mm.vars.end(), l) - mm.vars.begin());
+    REQUIRE(d < mm.vars.size());
+    const auto it = enclosing.tile.find(enclosing_vars[d]);
+    return it != enclosing.tile.end() ? it->second.back() : mm.shape[d].value;
+  };
+  RegisterTile r;
+  for (size_t i = first; i < up.order.size(); ++i) {
+    const int64_t e = extent(up.order[i]);
+    if (up.order[i] == up.vectorize) r.vectors = (e + lanes - 1) / lanes;
+    else r.accumulators *= e;
+  }
+  r.accumulators *= r.vectors;
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("conv2d_nhwc matches float64 loops (stride, padding, dilation, kernel sizes)", "[ops][conv_nhwc]") {
@@ -61,14 +127,7 @@ TEST_CASE("conv2d_nhwc matches float64 loops (stride, padding, dilation, kernel 
   for (const NhwcCase& k : cases) {
     INFO("case " << k.h << "x" << k.w << "x" << k.c << " -> " << k.o << " kernel " << k.kh << "x" << k.kw << " stride "
                  << k.stride[0] << " pad " << k.pad[0]);
-    Program p("nhwc");
-    const Tensor x = p.input("X", {k.n, k.h, k.w, k.c}), w = p.input("W", {k.kh, k.kw, k.c, k.o});
-    const Tensor b = k.bias ? p.input("b", {k.o}) : Tensor();
-    p.output(ops::conv2d_nhwc(x, w, b, k.stride, k.pad, k.dil, "Y"));
-    std::map<std::string, HostTensor> in{{"X", random_tensor({k.n, k.h, k.w, k.c}, rng)},
-                                         {"W", random_tensor({k.kh, k.kw, k.c, k.o}, rng)}};
-    if (k.bias) in["b"] = random_tensor({k.o}, rng);
-    const HostTensor want = reference(k, in.at("X"), in.at("W"), k.bias ? &in.at("b") : nullptr);
+    const auto [p, in, want] = build(k, false, rng);
     // The interpreter is the float64 oracle elsewhere; here it must agree with the loop to float64 rounding.
     CHECK(tolerance_ratio(interpret(p, in).at("Y"), want, 1e-12, 1e-12) <= 1.0);
     for (const Schedule& s : {plain_schedule(p), default_schedule(p, t)}) {
@@ -79,144 +138,83 @@ TEST_CASE("conv2d_nhwc matches float64 loops (stride, padding, dilation, kernel 
   }
 }
 
-TEST_CASE("conv2d_nhwc default schedules on two cores match float64 (row blocks, channel-tile blocks)", "[ops][conv_nhwc]") {
-  // Two cores whatever the host has, so that the per-core blocks are built:
-  // 7 rows in blocks of 4 (the last block shifted inwards), and channel
-  // tiles in blocks of 256 / 512 / 1024 where the weights exceed half the L2
-  // (at 7x7, in groups of 4 tiles sharing an accumulator buffer).
-  Target t = parse_target("host");
-  t.cores = 2;
-  std::mt19937 rng(37);
+TEST_CASE("conv2d_nhwc default schedules: valid, correct against float64, register tiles that fit", "[ops][conv_nhwc][schedule]") {
+  // ResNet-50 layer kinds at reduced size, and odd ones, under the default
+  // schedule of several targets and core counts. For each: the schedule
+  // validates, its register tile (accumulators, weight vectors and one
+  // broadcast) fits the target's vector registers, and, on the host (two cores
+  // whatever it has, so that the per-core row and channel-tile blocks are
+  // built), the kernel matches the float64 loops.
   struct Case {
     NhwcCase k;
     bool relu;
   };
   const std::vector<Case> cases = {
-      {{1, 7, 14, 16, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, true}, true},       // small weights: row blocks
-      {{1, 7, 7, 256, 512, 3, 3, {1, 1}, {1, 1}, {1, 1}, true}, true},      // 4.7 MB of weights, bias + ReLU epilogue
+      {{1, 28, 28, 64, 64, 1, 1, {1, 1}, {0, 0}, {1, 1}, true}, true},       // wide map, small weights: row blocks
+      {{1, 7, 14, 16, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, true}, true},        // 7 rows over 2 cores
+      {{1, 32, 32, 3, 64, 7, 7, {2, 2}, {3, 3}, {1, 1}, true}, true},        // the 3-channel stem
+      {{1, 14, 14, 64, 256, 1, 1, {1, 1}, {0, 0}, {1, 1}, false}, false},    // weights outweigh the input, fit the L2
       {{1, 14, 14, 512, 1024, 1, 1, {1, 1}, {0, 0}, {1, 1}, false}, false},  // 2 MB of weights, no epilogue
-      {{1, 7, 7, 512, 2048, 1, 1, {1, 1}, {0, 0}, {1, 1}, false}, false},    // groups of 4 channel tiles, no epilogue
+      {{1, 7, 7, 256, 512, 3, 3, {1, 1}, {1, 1}, {1, 1}, true}, true},       // 4.7 MB of weights, bias + ReLU
+      {{1, 7, 7, 512, 2048, 1, 1, {1, 1}, {0, 0}, {1, 1}, false}, false},    // groups of channel tiles
+      {{1, 9, 10, 8, 24, 3, 3, {2, 2}, {1, 1}, {1, 1}, true}, false},        // odd sizes, stride 2, vector tail
   };
+  std::vector<Target> targets;
+  for (const char* name : {"host", "x86-64-avx2", "x86-64-avx512", "arm-64-linux"})
+    for (int cores : {1, 2}) {
+      Target t = parse_target(name);
+      t.cores = cores;
+      targets.push_back(t);
+    }
+  std::mt19937 rng(37);
   for (const Case& c : cases) {
     const NhwcCase& k = c.k;
     INFO("case " << k.h << "x" << k.w << "x" << k.c << " -> " << k.o << " kernel " << k.kh << "x" << k.kw);
-    Program p("nhwc");
-    const Tensor x = p.input("X", {k.n, k.h, k.w, k.c}), w = p.input("W", {k.kh, k.kw, k.c, k.o});
-    const Tensor b = k.bias ? p.input("b", {k.o}) : Tensor();
-    const Tensor conv = ops::conv2d_nhwc(x, w, b, k.stride, k.pad, k.dil, c.relu ? "conv" : "Y");
-    p.output(c.relu ? ops::relu(conv, "Y") : conv);
-    std::map<std::string, HostTensor> in{{"X", random_tensor({k.n, k.h, k.w, k.c}, rng)},
-                                         {"W", random_tensor({k.kh, k.kw, k.c, k.o}, rng)}};
-    if (k.bias) in["b"] = random_tensor({k.o}, rng);
-    HostTensor want = reference(k, in.at("X"), in.at("W"), k.bias ? &in.at("b") : nullptr);
-    if (c.relu)
-      for (double& v : want.data) v = std::max(v, 0.0);
-    const Schedule s = default_schedule(p, t);
-    validate(p, s, &t);
-    // f32 sums of up to 3*3*256 = 2304 products of values in [-1, 1] (sums
-    // of magnitude ~16): rounding error ~ sqrt(2304) * 2^-24 * 16 = 5e-5, so
-    // 1e-3 absolute + 1e-4 relative leaves a margin of about 20.
-    CHECK(tolerance_ratio(run_f32(Kernel(p, s, t), in)[0], want, 1e-4, 1e-3) <= 1.0);
+    const auto [p, in, want] = build(k, c.relu, rng);
+    const Stage* mm = nullptr;
+    for (const Stage& st : p.stages())
+      if (st.kind == OpKind::Convolution) mm = &st;
+    REQUIRE(mm != nullptr);
+    for (const Target& t : targets) {
+      INFO("target " << t.describe());
+      const Schedule s = default_schedule(p, t);
+      validate(p, s, &t);
+      const RegisterTile tile = register_tile(p, s, *mm, t.vector_lanes(DType::F32));
+      CHECK(tile.accumulators > 1);
+      CHECK(tile.accumulators + tile.vectors + 1 <= t.vector_registers);
+    }
+    Target t = parse_target("host");
+    t.cores = 2;
+    // f32 sums of up to 3*3*512 = 4608 products of values in [-1, 1] (sums
+    // of magnitude ~23): rounding error ~ sqrt(4608) * 2^-24 * 23 = 1e-4, so
+    // 2e-3 absolute + 1e-4 relative leaves a margin of about 20.
+    CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-4, 2e-3) <= 1.0);
   }
 }
 
-TEST_CASE("conv2d_nhwc default schedule: register tiles over pixels x channels, a materialized padded input",
-          "[schedule][conv_nhwc]") {
-  // Two cores, as on the benchmark machine (the target takes the host's count).
-  Target t = parse_target("x86-64-avx512");
-  t.cores = 2;
-  SECTION("56-wide map, small weights: 14 pixels x 2 vectors in the epilogue, rows in parallel") {
-    Program p("nhwc");
-    const Tensor x = p.input("X", {1, 56, 56, 64}), w = p.input("W", {1, 1, 64, 64});
-    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {64}), {1, 1}, {0, 0}, {1, 1}, "conv"), "Y"));
-    const Schedule s = default_schedule(p, t);
-    const StageSchedule& y = *s.find("Y");
-    const std::vector<std::string>& v = p.stage("Y").vars;
-    CHECK(y.loops.tile.at(v[2]) == std::vector<int64_t>{14});
-    CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{32});
-    CHECK(y.loops.vectorize == v[3] + "_i");
-    // One contiguous block of 28 rows per core.
-    CHECK(y.loops.tile.at(v[1]) == std::vector<int64_t>{28});
-    CHECK(y.loops.parallel == std::vector<std::string>{v[1] + "_o"});
-    // The tile's loops unrolled: the accumulators go from the FMAs through
-    // bias + ReLU to the store in registers (constant indices into conv_acc).
-    CHECK(y.loops.unroll.at(v[2] + "_i") == 0);
-    CHECK(y.loops.unroll.at(v[3] + "_i") == 0);
-    CHECK(s.find("conv_acc")->compute.kind == Placement::Kind::At);
-  }
-  SECTION("3-channel input (the stem): the padded copy vectorized along the row, channels unrolled") {
-    Program p("nhwc");
-    const Tensor x = p.input("X", {1, 224, 224, 3}), w = p.input("W", {7, 7, 3, 64});
-    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {64}), {2, 2}, {3, 3}, {1, 1}, "conv"), "Y"));
-    const Schedule s = default_schedule(p, t);
-    validate(p, s, &t);
-    const StageSchedule* pad = s.find("conv_pad");
-    REQUIRE(pad != nullptr);
-    const std::vector<std::string>& v = p.stage("conv_pad").vars;
-    CHECK(pad->loops.vectorize == v[2]);
-    CHECK(pad->loops.unroll.at(v[3]) == 0);
-  }
-  SECTION("one core: rows in parallel untiled") {
-    Target t1 = t;
-    t1.cores = 1;
-    Program p("nhwc");
-    const Tensor x = p.input("X", {1, 56, 56, 64}), w = p.input("W", {1, 1, 64, 64});
-    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {64}), {1, 1}, {0, 0}, {1, 1}, "conv"), "Y"));
-    const Schedule s = default_schedule(p, t1);
-    const StageSchedule& y = *s.find("Y");
-    const std::vector<std::string>& v = p.stage("Y").vars;
-    CHECK(y.loops.tile.count(v[1]) == 0);
-    CHECK(y.loops.parallel == std::vector<std::string>{v[1]});
-  }
-  SECTION("weights that outweigh the input but fit half the L2 (64 KB): the row-parallel register tile") {
-    Program p("nhwc");
-    const Tensor x = p.input("X", {1, 14, 14, 64}), w = p.input("W", {1, 1, 64, 256});
-    p.output(ops::conv2d_nhwc(x, w, Tensor(), {1, 1}, {0, 0}, {1, 1}, "Y"));
-    const Schedule s = default_schedule(p, t);
-    const StageSchedule& acc = *s.find("Y");
-    CHECK(acc.accumulator_at == "x_o");
-    CHECK(acc.loops.parallel == std::vector<std::string>{"y_o"});
-    CHECK(acc.loops.tile.at("y") == std::vector<int64_t>{7});
-  }
-  SECTION("no epilogue, weights outweigh the input and the L2: an accumulator buffer per channel tile") {
-    Program p("nhwc");
-    // 2 MB of weights, more than half of the target's 2 MB L2.
-    const Tensor x = p.input("X", {1, 14, 14, 512}), w = p.input("W", {1, 1, 512, 1024});
-    p.output(ops::conv2d_nhwc(x, w, Tensor(), {1, 1}, {0, 0}, {1, 1}, "Y"));
-    const Schedule s = default_schedule(p, t);
-    const StageSchedule& acc = *s.find("Y");
-    CHECK(acc.compute.kind == Placement::Kind::Root);
-    // One block of 16 channel tiles per core.
-    CHECK(acc.loops.tile.at("o") == std::vector<int64_t>{512, 32});
-    CHECK(acc.loops.parallel == std::vector<std::string>{"o_o"});
-    CHECK(acc.accumulator_at == "n");
-    REQUIRE(acc.update.has_value());
-    CHECK(acc.update->tile.at("x") == std::vector<int64_t>{14});
-    CHECK(acc.update->tile.at("c") == std::vector<int64_t>{128});  // blocks of the 1x1 reduction
-  }
-  SECTION("7-wide map, weights outweigh the input: channel tiles outermost, 2 x 7 pixel tiles, blocked reduction") {
-    Program p("nhwc");
-    const Tensor x = p.input("X", {1, 7, 7, 256}), w = p.input("W", {3, 3, 256, 512});
-    p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {512}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
-    const Schedule s = default_schedule(p, t);
-    const StageSchedule& y = *s.find("Y");
-    const std::vector<std::string>& v = p.stage("Y").vars;
-    // A block of 256 channels per core, in groups of 4 channel tiles (49 x 128 floats of accumulators).
-    CHECK(y.loops.tile.at(v[3]) == std::vector<int64_t>{256, 128});
-    CHECK(y.loops.parallel == std::vector<std::string>{v[3] + "_o"});
-    const StageSchedule& acc = *s.find("conv_acc");
-    CHECK(acc.compute == Placement{Placement::Kind::At, "Y", v[3] + "_m"});
-    REQUIRE(acc.update.has_value());
-    CHECK(acc.update->tile.at("o") == std::vector<int64_t>{32});
-    CHECK(acc.update->tile.at("x") == std::vector<int64_t>{7});
-    CHECK(acc.update->tile.at("y") == std::vector<int64_t>{2});
-    CHECK(acc.update->tile.at("c") == std::vector<int64_t>{16});
-    CHECK(acc.update->vectorize == "o_i");
-    const StageSchedule* pad = s.find("conv_pad");
-    REQUIRE(pad != nullptr);
-    CHECK(pad->compute.kind == Placement::Kind::Root);
-    CHECK(pad->loops.vectorize == "c");
-  }
+TEST_CASE("convolutions carry their variables' roles, through program JSON too", "[ops][conv_nhwc][json]") {
+  Program p("roles");
+  const Tensor x = p.input("X", {1, 8, 8, 4}), w = p.input("W", {3, 3, 4, 16});
+  p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {16}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
+  const Tensor xc = p.input("Xc", {1, 4, 8, 8}), wc = p.input("Wc", {6, 4, 3, 3});
+  p.output(ops::conv2d(xc, wc, Tensor(), {1, 1}, {0, 0}, {1, 1}, 1, "C"));
+  p.output(ops::conv1d(p.input("X1", {1, 2, 5}), p.input("W1", {3, 2, 2}), Tensor(), {}, "C1"));
+  const ConvRoles nhwc{"n", "o", "y", "x", "c", "ky", "kx"};
+  CHECK(p.stage("conv_acc").conv_roles == nhwc);
+  CHECK(p.stage("C").conv_roles == nhwc);  // NCHW: the same names, in another order
+  CHECK(p.stage("C1").conv_roles == ConvRoles{"n", "o", "", "x", "c", "", "kx"});
+  CHECK_FALSE(p.stage("conv").conv_roles.has_value());  // the bias epilogue is no convolution
+  // The roles survive program JSON, so the loaded program gets the same defaults.
+  nlohmann::json j = program_to_json(p);
+  const Program q = program_from_json(j);
+  CHECK(program_to_json(q) == j);
+  CHECK(q.stage("conv_acc").conv_roles == nhwc);
+  const Target t = parse_target("x86-64-avx512");
+  CHECK(schedule_to_json(default_schedule(q, t)) == schedule_to_json(default_schedule(p, t)));
+  // A role naming no variable of its stage is an error.
+  for (auto& st : j["stages"])
+    if (st["name"] == "conv_acc") st["conv_roles"]["kernel_col"] = "kq";
+  CHECK_THROWS_WITH(program_from_json(j), Catch::Contains("conv_roles.kernel_col names 'kq'"));
 }
 
 TEST_CASE("conv2d_nhwc rejects bad shapes with typed errors", "[ops][conv_nhwc][errors]") {

@@ -1,6 +1,6 @@
-// Data movement operators against float64 index-mapping references, the
-// registry / call() table agreement, JSON round trips of every registered
-// operator (via the family tables), and bad-input errors naming op, tensor and value.
+// Data movement operators against float64 index-mapping references, every
+// operator table row built and evaluated on small inputs, attribute checks
+// against the rows' schemas, and bad-input errors naming op, tensor and value.
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -77,11 +77,112 @@ TEST_CASE("data movement operators match float64 index maps", "[ops][movement]")
   check_cases("movement", c);
 }
 
-TEST_CASE("registry and call() table list the same operators, 100+", "[ops][registry]") {
-  std::vector<std::string> reg;
-  for (const auto& o : ops::registry()) reg.push_back(o.name);
-  CHECK(reg == ops::callable_ops());
+TEST_CASE("every operator table row has a schema and a builder that runs on small valid inputs", "[ops][registry]") {
+  // Small valid inputs per row: the attributes each row requires and input
+  // shapes that fit them; every other row takes float tensors of shape [2, 3, 4, 4].
+  struct Call {
+    std::vector<In> ins;
+    json attrs = json::object();
+  };
+  const In f4{{2, 3, 4, 4}}, idx{{2}, DType::I32, 0, 1, true};
+  const std::map<std::string, Call> special = {
+      {"batch_norm", {{f4, {{3}}, {{3}}, {{3}}, {{3}, DType::F32, 0.5, 1}}}},
+      {"broadcast_to", {{{{3, 1}}}, {{"shape", {2, 3, 4}}}}},
+      {"cast", {{f4}, {{"dtype", "f16"}}}},
+      {"conv1d", {{{{1, 2, 5}}, {{3, 2, 2}}}}},
+      {"conv2d", {{f4, {{2, 3, 3, 3}}}}},
+      {"conv2d_nhwc", {{f4, {{3, 3, 4, 5}}}}},
+      {"conv3d", {{{{1, 2, 3, 3, 3}}, {{2, 2, 2, 2, 2}}}}},
+      {"conv_transpose2d", {{f4, {{3, 2, 2, 2}}}}},
+      {"einsum", {{{{2, 3}}, {{3, 4}}}, {{"equation", "ij,jk->ik"}}}},
+      {"embedding", {{{{5, 3}}, idx}}},
+      {"gather", {{f4, idx}}},
+      {"gather_elements", {{f4, {{2, 3, 4, 4}, DType::I32, 0, 1, true}}}},
+      {"group_norm", {{f4}, {{"groups", 3}}}},
+      {"linear", {{{{2, 3}}, {{4, 3}}, {{4}}}}},
+      {"matmul", {{{{2, 3}}, {{3, 4}}}}},
+      {"max_pool1d", {{{{2, 3, 4}}}, {{"kernel", {2}}}}},
+      {"max_pool2d", {{f4}, {{"kernel", {2, 2}}}}},
+      {"max_pool3d", {{{{1, 2, 4, 4, 4}}}, {{"kernel", {2, 2, 2}}}}},
+      {"avg_pool1d", {{{{2, 3, 4}}}, {{"kernel", {2}}}}},
+      {"avg_pool2d", {{f4}, {{"kernel", {2, 2}}}}},
+      {"avg_pool3d", {{{{1, 2, 4, 4, 4}}}, {{"kernel", {2, 2, 2}}}}},
+      {"one_hot", {{idx}, {{"depth", 3}}}},
+      {"pad", {{f4}, {{"pads", {0, 0, 1, 1, 0, 0, 1, 1}}}}},
+      {"repeat", {{f4}, {{"repeats", 2}}}},
+      {"reshape", {{f4}, {{"shape", {6, -1}}}}},
+      {"roll", {{f4}, {{"shifts", {1}}, {"axes", {2}}}}},
+      {"scaled_dot_product_attention", {{{{2, 3, 4}}, {{2, 5, 4}}, {{2, 5, 4}}}}},
+      {"scatter", {{f4, {{2, 3, 4, 4}, DType::I32, 0, 1, true}, f4}}},
+      {"slice", {{f4}, {{"starts", {1}}, {"ends", {3}}}}},
+      {"split", {{f4}, {{"num", 2}}}},
+      {"tile", {{f4}, {{"repeats", {2}}}}},
+      {"unsqueeze", {{f4}, {{"axes", {0}}}}},
+      {"where", {{{{2, 3}, DType::Bool, 0, 1, true}, {{2, 3}}, {{1, 3}}}}},
+  };
+  const auto& reg = ops::registry();
   CHECK(reg.size() >= 100);
+  for (size_t r = 0; r < reg.size(); ++r) {
+    const ops::OpInfo& o = reg[r];
+    INFO("operator '" << o.name << "'");
+    if (r) CHECK(reg[r - 1].name < o.name);  // sorted, no repeats
+    CHECK(!o.summary.empty());
+    REQUIRE(o.build);
+    REQUIRE(o.min_inputs >= 1);
+    REQUIRE(o.max_inputs >= o.min_inputs);
+    for (const ops::AttrSpec& a : o.attrs) CHECK((a.required ? a.def.is_null() : true));
+    const auto it = special.find(o.name);
+    const Call c = it != special.end() ? it->second : Call{std::vector<In>(o.min_inputs, f4)};
+    // Every input of a row without special inputs, and every required attribute, is given above.
+    for (const ops::AttrSpec& a : o.attrs)
+      if (a.required) CHECK(c.attrs.contains(a.name));
+    Program p(o.name);
+    std::vector<Tensor> ts;
+    for (size_t i = 0; i < c.ins.size(); ++i) ts.push_back(p.input("in" + std::to_string(i), c.ins[i].shape, c.ins[i].dtype));
+    const Tensor y = ops::call(o.name, ts, c.attrs, "out");
+    p.output(y);
+    // Its stages evaluate: the output has as many finite-or-bool values as its shape says.
+    std::mt19937 rng(3);
+    std::map<std::string, HostTensor> in;
+    for (size_t i = 0; i < c.ins.size(); ++i) {
+      std::vector<int64_t> shape;
+      for (const Dim& d : c.ins[i].shape) shape.push_back(d.value);
+      HostTensor h = random_tensor(shape, rng, c.ins[i].lo, c.ins[i].hi);
+      if (c.ins[i].integer)
+        for (double& v : h.data) v = std::round(v);
+      in["in" + std::to_string(i)] = h;
+    }
+    const HostTensor out = interpret(p, in).at("out");
+    int64_t n = 1;
+    for (const Dim& d : y.shape()) n *= d.value;
+    CHECK(static_cast<int64_t>(out.data.size()) == n);
+  }
+}
+
+TEST_CASE("call() checks attributes against the row's schema", "[ops][registry][errors]") {
+  Program p("attrs");
+  const Tensor x = p.input("x", {4, 3});
+  // Unknown names list the valid ones in schema order, or say there are none.
+  CHECK_THROWS_WITH(ops::call("reduce_sum", {x}, {{"axis", 0}}), Contains("reduce_sum: unknown attribute 'axis'; valid: axes, keepdims"));
+  CHECK_THROWS_WITH(ops::call("relu", {x}, {{"alpha", 0.1}}), Contains("relu: unknown attribute 'alpha'; valid: none"));
+  // Wrong types name the attribute, the type wanted and the value given.
+  CHECK_THROWS_AS(ops::call("softmax", {x}, {{"axis", "last"}}), DefinitionError);
+  CHECK_THROWS_WITH(ops::call("softmax", {x}, {{"axis", "last"}}), Contains("softmax: attribute 'axis' must be an integer, got \"last\""));
+  CHECK_THROWS_WITH(ops::call("softmax", {x}, {{"axis", 1.5}}), Contains("must be an integer, got 1.5"));
+  CHECK_THROWS_WITH(ops::call("reduce_max", {x}, {{"keepdims", 1}}), Contains("reduce_max: attribute 'keepdims' must be true or false, got 1"));
+  CHECK_THROWS_WITH(ops::call("transpose", {x}, {{"perm", {1, "0"}}}), Contains("transpose: attribute 'perm' must be a list of integers"));
+  CHECK_THROWS_WITH(ops::call("leaky_relu", {x}, {{"alpha", "big"}}), Contains("leaky_relu: attribute 'alpha' must be a number"));
+  CHECK_THROWS_WITH(ops::call("conv2d_nhwc", {p.input("i", {1, 4, 4, 3}), p.input("w", {1, 1, 3, 2})}, {{"stride", {1, 1, 1}}}),
+                    Contains("conv2d_nhwc: attribute 'stride' needs 2 values, got 3"));
+  CHECK_THROWS_AS(ops::call("cast", {x}, {{"dtype", "f128"}}), DTypeError);
+  CHECK_THROWS_WITH(ops::call("cast", {x}, {{"dtype", "f128"}}), Contains("cast: attribute 'dtype': unknown dtype 'f128'"));
+  // Required attributes; attributes must be an object; null is "not given".
+  CHECK_THROWS_WITH(ops::call("reshape", {x}), Contains("reshape: attribute 'shape' (a list of integers) is required"));
+  CHECK_THROWS_WITH(ops::call("relu", {x}, json::array({1})), Contains("relu: attributes must be a JSON object"));
+  CHECK(ops::call("scaled_dot_product_attention", {x, x, x}, {{"scale", nullptr}}).shape() == x.shape());
+  // Defaults come from the schema: softmax's axis is -1, reduce_sum's axes all.
+  CHECK(ops::call("reduce_sum", {x}).shape().empty());
+  CHECK(ops::op_info("softmax").attrs.at(0).def == -1);
 }
 
 TEST_CASE("operator errors are typed and name the operator, tensor and value", "[ops][errors]") {

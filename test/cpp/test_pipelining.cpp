@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "Helpers.h"
+#include "SpaceSamples.h"
 #include "autotuner/SearchSpace.h"
 #include "dsl/Workloads.h"
 #include "schedules/RandomSchedule.h"
@@ -111,16 +112,8 @@ TEST_CASE("pipelining: the search space offers async (double buffers opt-in), an
     if (k.name == "pipeline" && p.stage(k.stage).reduce) CHECK(k.values == std::vector<int64_t>{0, 1});  // never on reductions
   }
   CHECK(knob);
-  std::mt19937_64 rng(5);
   int rings = 0;
-  for (int i = 0; i < 200; ++i) {
-    const Schedule s = space.decode(space.random(rng));
-    try {
-      validate(p, s, &t);
-    } catch (const ScheduleError&) {
-      continue;
-    }
+  for (const Schedule& s : valid_samples(space, p, t, 200, 5))
     for (const auto& [n, ss] : s.stages) rings += ss.pipeline.ring_buffer > 0;
-  }
   CHECK(rings > 0);
 }

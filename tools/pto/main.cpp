@@ -1,6 +1,6 @@
 // `pto`: the command-line front end.
 //
-//   pto ops                         list operator types and their kinds
+//   pto ops                         list operator types, their kinds and attributes (name=default)
 //   pto workloads                   list ready-made programs and their sizes
 //   pto show <program>              print a program (or its JSON)
 //   pto schedule <program>          print the default schedule as JSON
@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("pto ") + PTO_VERSION);
 
-  app.add_subcommand("ops", "list operator types, one per line, with their kinds");
+  app.add_subcommand("ops", "list operator types, one per line, with their kinds and attributes (name=default; no default: required)");
   app.add_subcommand("workloads", "list ready-made programs and their size parameters");
   std::string target_name = "host";
   auto* target_cmd = app.add_subcommand("target", "print a target's hardware model (cores, vector registers, caches)");
@@ -284,7 +284,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("ops")) {
-      for (const auto& op : ops::registry()) std::printf("%-22s %s\n", op.name.c_str(), std::string(to_string(op.kind)).c_str());
+      for (const auto& op : ops::registry()) {
+        std::string attrs;
+        for (const auto& a : op.attrs)
+          attrs += " " + a.name + (a.required ? "" : "=" + (a.def.is_null() ? std::string("none") : a.def.dump()));
+        std::printf("%-28s %-13s%s\n", op.name.c_str(), std::string(to_string(op.kind)).c_str(), attrs.c_str());
+      }
     } else if (app.got_subcommand("target")) {
       const Target t = parse_target(target_name);
       std::printf("%s\nhalide: %s\n", t.describe().c_str(), t.halide.c_str());
