@@ -195,6 +195,8 @@ class Lowering {
       inputs_.emplace(in.name, ip);
       out.inputs.push_back(ip);
     }
+    for (const std::string& o : p_.outputs())
+      if (!p_.consumers(o).empty()) read_outputs_.insert(o);
     for (const Stage& st : p_.stages()) define(st);
     // A dot_pairs stage loads (pair, lane) vectors across two dims of what it
     // reads; Halide needs their strides to know the pairs are adjacent. Such
@@ -211,15 +213,14 @@ class Lowering {
             }
     out.outputs = p_.outputs();
     for (const std::string& o : out.outputs) {
-      const Halide::Func f = funcs_.at(o);
-      const Stage& st = p_.stage(o);
-      constrain(f.output_buffer(), st.shape);
+      if (read_outputs_.count(o)) output_copy(o);
+      constrain(output_func(o).output_buffer(), p_.stage(o).shape);
     }
     if (o_.for_autoscheduler) set_estimates(out);
     else
       for (const Stage& st : p_.stages()) apply_schedule(st);
     std::vector<Halide::Func> outs;
-    for (const std::string& o : out.outputs) outs.push_back(funcs_.at(o));
+    for (const std::string& o : out.outputs) outs.push_back(output_func(o));
     out.pipeline = Halide::Pipeline(outs);
     out.funcs = funcs_;
     return out;
@@ -258,7 +259,7 @@ class Lowering {
       return r;
     };
     for (const TensorInfo& in : p_.inputs()) inputs_.at(in.name).set_estimates(region(in.shape, "input '" + in.name + "'"));
-    for (const std::string& o : out.outputs) funcs_.at(o).set_estimates(region(p_.stage(o).shape, "output '" + o + "'"));
+    for (const std::string& o : out.outputs) output_func(o).set_estimates(region(p_.stage(o).shape, "output '" + o + "'"));
   }
 
   // A symbolic size, read from the first input that has it.
@@ -273,6 +274,40 @@ class Lowering {
   }
   Halide::Expr extent(const Dim& d) { return d.is_symbolic() ? symbol(d.sym) : Halide::Expr(static_cast<int>(d.value)); }
 
+  // An output that other stages read is computed into a Func of its own
+  // (`<stage>__val`), which its readers load from, and copied to the caller's
+  // buffer by the output Func. Halide takes the alignment of its own
+  // allocations for loads from an output Func as well, and so emitted aligned
+  // vector loads (vmovaps) from a caller's buffer that malloc had aligned to
+  // 16 or 32 bytes: softmax vectorized over a layer_norm output crashed at
+  // some addresses (found by the random program test). The copy costs one
+  // pass over that output.
+  std::string func_name(const std::string& stage) const {
+    return symbol_name(stage) + (read_outputs_.count(stage) ? "__val" : "");
+  }
+  Halide::Func output_func(const std::string& o) const {
+    const auto c = output_copies_.find(o);
+    return c == output_copies_.end() ? funcs_.at(o) : c->second;
+  }
+  void output_copy(const std::string& o) {
+    const Stage& st = p_.stage(o);
+    const Halide::Func v = funcs_.at(o);
+    Halide::Func c(symbol_name(o));
+    std::vector<Halide::Var> args = v.args();
+    c(args) = v(args);
+    output_copies_.emplace(o, c);
+    if (o_.for_autoscheduler || args.empty()) return;
+    // A copy at memory speed: vector lanes along the contiguous dim, one
+    // block of the outermost dim per core where there is enough to split.
+    const int lanes = t_.vector_lanes(st.dtype == DType::Bool ? DType::U8 : st.dtype);
+    const Dim& inner = st.shape.back();
+    if (lanes > 1 && (inner.is_symbolic() || inner.value >= lanes))
+      c.vectorize(args[0], lanes, inner.is_symbolic() ? Halide::TailStrategy::GuardWithIf : Halide::TailStrategy::ShiftInwards);
+    int64_t n = 1;
+    for (const Dim& d : st.shape) n = d.is_symbolic() ? -1 : n < 0 ? -1 : n * d.value;
+    if (args.size() >= 2 && (n < 0 || n >= (int64_t{1} << 14))) c.parallel(args.back());
+  }
+
   void define(const Stage& st) {
     const StagePrecision prec = stage_precision(p_, s_, st.name);
     std::map<std::string, Halide::Expr> vars;
@@ -286,7 +321,7 @@ class Lowering {
     if (is_float(st.value.type())) compute = prec.compute;
 
     if (!st.reduce) {
-      Halide::Func f(symbol_name(st.name));
+      Halide::Func f(func_name(st.name));
       ExprLowering el(vars, inputs_, funcs_, types_, compute);
       Halide::Expr v = el.lower(st.value);
       f(args) = Halide::cast(halide_type(prec.storage), v);
@@ -322,7 +357,7 @@ class Lowering {
       body = body + Halide::cast(body.type(), rd[k] * 0);
     const ReduceOp op = *st.reduce;
     if (st.is_arg_reduction()) {
-      Halide::Func g(symbol_name(st.name) + "__arg");
+      Halide::Func g(func_name(st.name) + "__arg");
       const Halide::Type vt = body.type();
       g(args) = Halide::Tuple(Halide::cast(Halide::Int(64), 0), op == ReduceOp::ArgMax ? type_min(vt) : type_max(vt));
       // Strict comparison keeps the first extreme index, as numpy does; NaN wins like numpy.
@@ -331,7 +366,7 @@ class Lowering {
       const Halide::Expr take = (better || (Halide::is_nan(body) && !Halide::is_nan(best))) && !Halide::is_nan(best);
       g(args) = Halide::Tuple(Halide::select(vt.is_float() ? take : better, Halide::cast(Halide::Int(64), rd[0]), g(args)[0]),
                               Halide::select(vt.is_float() ? take : better, body, best));
-      Halide::Func f(symbol_name(st.name));
+      Halide::Func f(func_name(st.name));
       f(args) = g(args)[0];
       helpers_.emplace(st.name, g);
       funcs_.emplace(st.name, f);
@@ -342,7 +377,7 @@ class Lowering {
     // Func `<stage>__acc` and the stage's Func stores the narrowed result.
     const StageSchedule* ss = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
     const bool wrapped = prec.storage != prec.accumulate || (ss && !ss->accumulator_at.empty());
-    Halide::Func f(wrapped ? symbol_name(st.name) + "__acc" : symbol_name(st.name));
+    Halide::Func f(wrapped ? func_name(st.name) + "__acc" : func_name(st.name));
     const Halide::Expr b = Halide::cast(acc, body);
     switch (op) {
       case ReduceOp::Sum: f(args) = Halide::cast(acc, 0); f(args) = f(args) + b; break;
@@ -352,7 +387,7 @@ class Lowering {
       default: break;
     }
     if (wrapped) {
-      Halide::Func w(symbol_name(st.name));
+      Halide::Func w(func_name(st.name));
       w(args) = Halide::cast(halide_type(prec.storage), f(args));
       helpers_.emplace(st.name, f);
       funcs_.emplace(st.name, w);
@@ -438,6 +473,8 @@ class Lowering {
   const LowerOptions o_;
   std::map<std::string, Halide::ImageParam> inputs_;
   std::map<std::string, Halide::Func> funcs_;
+  std::set<std::string> read_outputs_;                 // outputs other stages read (func_name)
+  std::map<std::string, Halide::Func> output_copies_;  // their output Funcs
   // Per stage, the Func that runs its reduction when that is not the stage's
   // own Func (argmin/argmax tuples "<stage>__arg", wide accumulators "<stage>__acc").
   std::map<std::string, Halide::Func> helpers_;

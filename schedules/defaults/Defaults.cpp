@@ -109,10 +109,12 @@ Schedule default_schedule(const Program& p, const Target& t) {
   for (const Stage& st : p.stages()) {
     const bool conv = st.kind == OpKind::Convolution && st.vars.size() == 4;
     if ((st.kind != OpKind::Contraction && !conv) || !st.reduce || st.vars.size() < 2 || !is_float(st.dtype)) continue;
-    // Follow single-consumer inline elementwise stages down to the root stage that materializes them.
+    // Follow single-consumer inline elementwise stages down to the root stage
+    // that materializes them. An output is materialized itself (the caller
+    // reads it), so it has no epilogue to be computed in: its own tile.
     std::string cur = st.name;
     const Stage* root = nullptr;
-    while (true) {
+    while (!p.is_output(st.name)) {
       const auto cons = p.consumers(cur);
       if (cons.size() != 1) break;
       const Stage& c = p.stage(cons[0]);

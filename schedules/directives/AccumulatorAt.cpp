@@ -3,25 +3,16 @@
 #include "dsl/Error.h"
 #include "schedules/LoopNest.h"
 #include "schedules/directives/Json.h"
+#include "schedules/directives/NameField.h"
 
 namespace pto::directives {
 namespace {
 
-class AccumulatorAtDirective : public Directive {
- public:
-  std::string_view name() const override { return "accumulator_at"; }
+struct AccumulatorAtDirective : NameField<&StageSchedule::accumulator_at> {
+  AccumulatorAtDirective() : NameField("accumulator_at") {}
 
-  void parse(const nlohmann::json& js, StageSchedule& ss, const std::string& path) const override {
-    if (js.contains("accumulator_at"))
-      ss.accumulator_at = json::get_string(js["accumulator_at"], path + ".accumulator_at");
-  }
-  void print(const StageSchedule& ss, nlohmann::json& js) const override {
-    if (!ss.accumulator_at.empty()) js["accumulator_at"] = ss.accumulator_at;
-  }
-
-  void check(const CheckContext& c) const override {
+  void check_set(const CheckContext& c) const override {
     const StageSchedule& ss = c.ss;
-    if (ss.accumulator_at.empty()) return;
     const std::string where = c.where();
     if (!c.stage.reduce)
       throw ScheduleError(where +
@@ -75,22 +66,16 @@ class AccumulatorAtDirective : public Directive {
 
  protected:
   std::vector<StageSchedule> proposals(const CheckContext& c) const override {
-    std::vector<StageSchedule> r;
-    if (!c.stage.reduce) return r;
-    for (const Loop& l : loop_nest(c.stage, c.ss.loops, false)) {
-      StageSchedule v = c.ss;
-      v.accumulator_at = l.name;
-      r.push_back(v);
-    }
-    return r;
+    if (!c.stage.reduce) return {};
+    return variants(c.ss, loop_nest(c.stage, c.ss.loops, false),
+                    [](StageSchedule& v, const Loop& l) { v.accumulator_at = l.name; });
   }
 };
 
 }  // namespace
 
 const Directive& accumulator_at_directive() {
-  static const AccumulatorAtDirective d;
-  return d;
+  return instance<AccumulatorAtDirective>();
 }
 
 }  // namespace pto::directives

@@ -30,17 +30,15 @@ std::vector<std::string> cache_loops(const Stage& st, const StageSchedule& ss) {
 
 namespace {
 
-class CacheDirective : public Directive {
- public:
-  std::string_view name() const override { return "cache"; }
+struct CacheDirective : Directive {
+  CacheDirective() : Directive("cache") {}
 
-  void parse(const nlohmann::json& js, StageSchedule& ss, const std::string& path) const override {
-    if (!js.contains("cache")) return;
-    const std::string cp = path + ".cache";
-    if (!js["cache"].is_array()) json::fail(cp, "must be a list of {\"tensor\", \"loop\"}");
-    for (size_t i = 0; i < js["cache"].size(); ++i) {
-      const nlohmann::json& c = js["cache"][i];
-      const std::string ip = cp + "[" + std::to_string(i) + "]";
+  void parse_value(const nlohmann::json& v, StageSchedule& ss,
+                   const std::string& path) const override {
+    if (!v.is_array()) json::fail(path, "must be a list of {\"tensor\", \"loop\"}");
+    for (size_t i = 0; i < v.size(); ++i) {
+      const nlohmann::json& c = v[i];
+      const std::string ip = path + "[" + std::to_string(i) + "]";
       json::check_keys(c, ip, {"tensor", "loop", "transpose"});
       if (!c.contains("tensor") || !c.contains("loop"))
         json::fail(ip, "needs \"tensor\" and \"loop\"");
@@ -175,8 +173,7 @@ class CacheDirective : public Directive {
 }  // namespace
 
 const Directive& cache_directive() {
-  static const CacheDirective d;
-  return d;
+  return instance<CacheDirective>();
 }
 
 }  // namespace pto::directives

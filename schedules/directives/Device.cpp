@@ -26,9 +26,8 @@ void map_to_gpu(Halide::Stage hs, const StageSchedule& ss) {
   if (th.empty() && b.empty()) hs.gpu_single_thread(api);
 }
 
-class DeviceDirective : public Directive {
- public:
-  std::string_view name() const override { return "device"; }
+struct DeviceDirective : Directive {
+  DeviceDirective() : Directive("device") {}
   std::vector<std::string_view> fields() const override { return {"device", "gpu"}; }
 
   void parse(const nlohmann::json& js, StageSchedule& ss, const std::string& path) const override {
@@ -121,8 +120,7 @@ class DeviceDirective : public Directive {
 }  // namespace
 
 const Directive& device_directive() {
-  static const DeviceDirective d;
-  return d;
+  return instance<DeviceDirective>();
 }
 
 }  // namespace pto::directives

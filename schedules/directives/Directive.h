@@ -104,15 +104,19 @@ struct UpdateText {
 
 class Directive {
  public:
+  explicit Directive(std::string name) : name_(std::move(name)) {}
   virtual ~Directive() = default;
 
   // Its name in messages and docs, and the JSON keys it owns in a stage entry.
-  virtual std::string_view name() const = 0;
+  std::string_view name() const { return name_; }
   virtual std::vector<std::string_view> fields() const { return {name()}; }
 
   // Reads its fields from a stage entry (`j` is the whole entry, `path` its
-  // JSON path, e.g. "stages.C"); strict, see ScheduleJson.h.
-  virtual void parse(const nlohmann::json& j, StageSchedule& ss, const std::string& path) const = 0;
+  // JSON path, e.g. "stages.C"); strict, see ScheduleJson.h. The default
+  // reads the one field name(), where present, through parse_value().
+  virtual void parse(const nlohmann::json& j, StageSchedule& ss, const std::string& path) const {
+    if (j.contains(name_)) parse_value(j[name_], ss, path + "." + name_);
+  }
   // Writes its fields into the entry, only where they differ from the default.
   virtual void print(const StageSchedule& ss, nlohmann::json& j) const = 0;
 
@@ -154,9 +158,35 @@ class Directive {
   std::vector<StageSchedule> candidates(const CheckContext& c) const;
 
  protected:
+  // The value `v` of field name() (at JSON path `path`), for the default parse().
+  virtual void parse_value(const nlohmann::json& v, StageSchedule& ss,
+                           const std::string& path) const {}
   // Raw values to try (copies of c.ss with this directive set); may include invalid ones.
   virtual std::vector<StageSchedule> proposals(const CheckContext& c) const { return {}; }
+
+ private:
+  std::string name_;
 };
+
+// The one instance of directive class D: each file's `<name>_directive()`.
+template <class D>
+const Directive& instance() {
+  static const D d;
+  return d;
+}
+
+// Copies of `ss`, one per element of `values`, each with `set(copy, value)`
+// applied: what most proposals() return.
+template <class Values, class Set>
+std::vector<StageSchedule> variants(const StageSchedule& ss, const Values& values, Set set) {
+  std::vector<StageSchedule> r;
+  for (const auto& v : values) {
+    StageSchedule e = ss;
+    set(e, v);
+    r.push_back(std::move(e));
+  }
+  return r;
+}
 
 // Every directive, in the order lowering applies them (and validation and
 // explain visit them). Registry.cpp.

@@ -6,6 +6,7 @@
 #include "dsl/Error.h"
 #include "schedules/LoopNest.h"
 #include "schedules/directives/Json.h"
+#include "schedules/directives/NameField.h"
 
 namespace pto::directives {
 
@@ -22,21 +23,11 @@ Stage update_stage(const Stage& stage, const StageSchedule* ss) {
 
 namespace {
 
-class DotPairsDirective : public Directive {
- public:
-  std::string_view name() const override { return "dot_pairs"; }
+struct DotPairsDirective : NameField<&StageSchedule::dot_pairs> {
+  DotPairsDirective() : NameField("dot_pairs") {}
 
-  void parse(const nlohmann::json& js, StageSchedule& ss, const std::string& path) const override {
-    if (js.contains("dot_pairs"))
-      ss.dot_pairs = json::get_string(js["dot_pairs"], path + ".dot_pairs");
-  }
-  void print(const StageSchedule& ss, nlohmann::json& js) const override {
-    if (!ss.dot_pairs.empty()) js["dot_pairs"] = ss.dot_pairs;
-  }
-
-  void check(const CheckContext& c) const override {
+  void check_set(const CheckContext& c) const override {
     const StageSchedule& ss = c.ss;
-    if (ss.dot_pairs.empty()) return;
     const Stage& st = c.stage;
     const std::string where = c.where();
     const std::string& k = ss.dot_pairs;
@@ -98,21 +89,16 @@ class DotPairsDirective : public Directive {
  protected:
   // The reduction variable an operand is laid out in pairs along.
   std::vector<StageSchedule> proposals(const CheckContext& c) const override {
-    std::vector<StageSchedule> r;
-    if (const auto k = pair_rvar(c.stage)) {
-      StageSchedule v = c.ss;
-      v.dot_pairs = *k;
-      r.push_back(v);
-    }
-    return r;
+    const auto k = pair_rvar(c.stage);
+    return variants(c.ss, k ? std::vector<std::string>{*k} : std::vector<std::string>{},
+                    [](StageSchedule& v, const std::string& rvar) { v.dot_pairs = rvar; });
   }
 };
 
 }  // namespace
 
 const Directive& dot_pairs_directive() {
-  static const DotPairsDirective d;
-  return d;
+  return instance<DotPairsDirective>();
 }
 
 }  // namespace pto::directives

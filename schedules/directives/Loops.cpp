@@ -281,9 +281,8 @@ std::vector<LoopSchedule> loop_proposals(const Stage& st, const LoopSchedule& ba
   return r;
 }
 
-class LoopsDirective : public Directive {
- public:
-  std::string_view name() const override { return "loops"; }
+struct LoopsDirective : Directive {
+  LoopsDirective() : Directive("loops") {}
   std::vector<std::string_view> fields() const override {
     return {"tile", "order", "vectorize", "unroll", "parallel"};
   }
@@ -331,8 +330,7 @@ std::vector<LoopSchedule> update_loop_proposals(const Stage& st, const LoopSched
 }
 
 const Directive& loops_directive() {
-  static const LoopsDirective d;
-  return d;
+  return instance<LoopsDirective>();
 }
 
 }  // namespace pto::directives

@@ -14,14 +14,13 @@ std::vector<Loop> prefetch_loops(const Stage& st, const StageSchedule& ss) {
   return loop_nest(st, st.reduce && ss.update ? *ss.update : ss.loops, st.reduce.has_value());
 }
 
-class PipelineDirective : public Directive {
- public:
-  std::string_view name() const override { return "pipeline"; }
+struct PipelineDirective : Directive {
+  PipelineDirective() : Directive("pipeline") {}
 
-  void parse(const nlohmann::json& js, StageSchedule& ss, const std::string& path) const override {
-    if (!js.contains("pipeline")) return;
-    const nlohmann::json& p = js["pipeline"];
-    json::check_keys(p, path + ".pipeline", {"ring_buffer", "async", "prefetch"});
+  void parse_value(const nlohmann::json& v, StageSchedule& ss,
+                   const std::string& path) const override {
+    const nlohmann::json& p = v;
+    json::check_keys(p, path, {"ring_buffer", "async", "prefetch"});
     if (p.contains("ring_buffer"))
       ss.pipeline.ring_buffer =
           static_cast<int>(json::get_int(p["ring_buffer"], path + ".pipeline.ring_buffer", 0, 8));
@@ -139,8 +138,7 @@ class PipelineDirective : public Directive {
 }  // namespace
 
 const Directive& pipeline_directive() {
-  static const PipelineDirective d;
-  return d;
+  return instance<PipelineDirective>();
 }
 
 }  // namespace pto::directives

@@ -133,9 +133,8 @@ std::vector<std::string> stage_names(const Program& p) {
   return r;
 }
 
-class PlacementDirective : public Directive {
- public:
-  std::string_view name() const override { return "compute"; }
+struct PlacementDirective : Directive {
+  PlacementDirective() : Directive("compute") {}
   std::vector<std::string_view> fields() const override { return {"compute", "store"}; }
 
   void parse(const nlohmann::json& js, StageSchedule& ss, const std::string& path) const override {
@@ -324,8 +323,7 @@ std::set<std::string> effective_consumers(const Program& p, const Schedule& s,
 }
 
 const Directive& placement_directive() {
-  static const PlacementDirective d;
-  return d;
+  return instance<PlacementDirective>();
 }
 
 }  // namespace directives

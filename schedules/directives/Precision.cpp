@@ -22,14 +22,13 @@ StagePrecision stage_precision(const Program& p, const Schedule& s, const std::s
 namespace directives {
 namespace {
 
-class PrecisionDirective : public Directive {
- public:
-  std::string_view name() const override { return "precision"; }
+struct PrecisionDirective : Directive {
+  PrecisionDirective() : Directive("precision") {}
 
-  void parse(const nlohmann::json& js, StageSchedule& ss, const std::string& path) const override {
-    if (!js.contains("precision")) return;
-    const nlohmann::json& p = js["precision"];
-    json::check_keys(p, path + ".precision", {"storage", "compute", "accumulate"});
+  void parse_value(const nlohmann::json& v, StageSchedule& ss,
+                   const std::string& path) const override {
+    const nlohmann::json& p = v;
+    json::check_keys(p, path, {"storage", "compute", "accumulate"});
     if (p.contains("storage"))
       ss.precision.storage = json::get_dtype(p["storage"], path + ".precision.storage");
     if (p.contains("compute"))
@@ -94,8 +93,7 @@ bool valid_precision_type(DType logical, DType t) {
 }
 
 const Directive& precision_directive() {
-  static const PrecisionDirective d;
-  return d;
+  return instance<PrecisionDirective>();
 }
 
 }  // namespace directives

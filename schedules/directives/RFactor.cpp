@@ -65,19 +65,16 @@ std::vector<RFactor> rfactor_candidates(const Stage& st, const Target* target, D
 
 namespace {
 
-class RFactorDirective : public Directive {
- public:
-  std::string_view name() const override { return "rfactor"; }
+struct RFactorDirective : Directive {
+  RFactorDirective() : Directive("rfactor") {}
 
-  void parse(const nlohmann::json& js, StageSchedule& ss, const std::string& path) const override {
-    if (!js.contains("rfactor")) return;
-    const nlohmann::json& r = js["rfactor"];
-    const std::string rp = path + ".rfactor";
-    json::check_keys(r, rp, {"rvar", "factor"});
-    if (!r.contains("rvar") || !r.contains("factor"))
-      json::fail(rp, "needs \"rvar\" and \"factor\"");
-    ss.rfactor = RFactor{json::get_string(r["rvar"], rp + ".rvar"),
-                         static_cast<int>(json::get_int(r["factor"], rp + ".factor", 2, 1024))};
+  void parse_value(const nlohmann::json& v, StageSchedule& ss,
+                   const std::string& path) const override {
+    json::check_keys(v, path, {"rvar", "factor"});
+    if (!v.contains("rvar") || !v.contains("factor"))
+      json::fail(path, "needs \"rvar\" and \"factor\"");
+    ss.rfactor = RFactor{json::get_string(v["rvar"], path + ".rvar"),
+                         static_cast<int>(json::get_int(v["factor"], path + ".factor", 2, 1024))};
   }
   void print(const StageSchedule& ss, nlohmann::json& js) const override {
     if (ss.rfactor) js["rfactor"] = {{"rvar", ss.rfactor->rvar}, {"factor", ss.rfactor->factor}};
@@ -192,21 +189,15 @@ class RFactorDirective : public Directive {
 
  protected:
   std::vector<StageSchedule> proposals(const CheckContext& c) const override {
-    std::vector<StageSchedule> r;
-    for (const RFactor& rf : rfactor_candidates(c.stage, c.target, c.precision.accumulate)) {
-      StageSchedule v = c.ss;
-      v.rfactor = rf;
-      r.push_back(v);
-    }
-    return r;
+    return variants(c.ss, rfactor_candidates(c.stage, c.target, c.precision.accumulate),
+                    [](StageSchedule& v, const RFactor& rf) { v.rfactor = rf; });
   }
 };
 
 }  // namespace
 
 const Directive& rfactor_directive() {
-  static const RFactorDirective d;
-  return d;
+  return instance<RFactorDirective>();
 }
 
 }  // namespace pto::directives

@@ -5,6 +5,7 @@
 #include "dsl/Error.h"
 #include "dsl/ZeroPadding.h"
 #include "schedules/directives/Json.h"
+#include "schedules/directives/NameField.h"
 
 namespace pto::directives {
 
@@ -18,21 +19,11 @@ SkippedPadding skipped_padding(const Program& p, const Stage& st, const StageSch
 
 namespace {
 
-class SkipPaddingDirective : public Directive {
- public:
-  std::string_view name() const override { return "skip_padding"; }
+struct SkipPaddingDirective : NameField<&StageSchedule::skip_padding> {
+  SkipPaddingDirective() : NameField("skip_padding") {}
 
-  void parse(const nlohmann::json& js, StageSchedule& ss, const std::string& path) const override {
-    if (js.contains("skip_padding"))
-      ss.skip_padding = json::get_names(js["skip_padding"], path + ".skip_padding");
-  }
-  void print(const StageSchedule& ss, nlohmann::json& js) const override {
-    if (!ss.skip_padding.empty()) js["skip_padding"] = ss.skip_padding;
-  }
-
-  void check(const CheckContext& c) const override {
+  void check_set(const CheckContext& c) const override {
     const StageSchedule& ss = c.ss;
-    if (ss.skip_padding.empty()) return;
     const std::string where = c.where();
     const auto pr = padded_read(c.program, c.stage);
     if (!pr)
@@ -62,26 +53,21 @@ class SkipPaddingDirective : public Directive {
  protected:
   // Each padded dim alone, and all of them.
   std::vector<StageSchedule> proposals(const CheckContext& c) const override {
-    std::vector<StageSchedule> r;
     const auto pr = padded_read(c.program, c.stage);
-    if (!pr) return r;
-    for (const std::string& d : pr->dims) {
-      StageSchedule v = c.ss;
-      v.skip_padding = {d};
-      r.push_back(v);
-    }
-    StageSchedule all = c.ss;
-    all.skip_padding = pr->dims;
-    r.push_back(all);
-    return r;
+    if (!pr) return {};
+    std::vector<std::vector<std::string>> dim_sets;
+    for (const std::string& d : pr->dims) dim_sets.push_back({d});
+    dim_sets.push_back(pr->dims);
+    return variants(c.ss, dim_sets, [](StageSchedule& v, const std::vector<std::string>& dims) {
+      v.skip_padding = dims;
+    });
   }
 };
 
 }  // namespace
 
 const Directive& skip_padding_directive() {
-  static const SkipPaddingDirective d;
-  return d;
+  return instance<SkipPaddingDirective>();
 }
 
 }  // namespace pto::directives

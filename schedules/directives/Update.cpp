@@ -8,15 +8,14 @@
 namespace pto::directives {
 namespace {
 
-class UpdateDirective : public Directive {
- public:
-  std::string_view name() const override { return "update"; }
+struct UpdateDirective : Directive {
+  UpdateDirective() : Directive("update") {}
 
-  void parse(const nlohmann::json& js, StageSchedule& ss, const std::string& path) const override {
-    if (!js.contains("update")) return;
-    json::check_keys(js["update"], path + ".update", loop_fields());
+  void parse_value(const nlohmann::json& v, StageSchedule& ss,
+                   const std::string& path) const override {
+    json::check_keys(v, path, loop_fields());
     ss.update.emplace();
-    parse_loops(js["update"], path + ".update", *ss.update);
+    parse_loops(v, path, *ss.update);
   }
   void print(const StageSchedule& ss, nlohmann::json& js) const override {
     if (!ss.update) return;
@@ -54,24 +53,19 @@ class UpdateDirective : public Directive {
 
  protected:
   std::vector<StageSchedule> proposals(const CheckContext& c) const override {
-    std::vector<StageSchedule> r;
-    if (!c.stage.reduce || c.ss.compute.kind == Placement::Kind::Inline) return r;
+    if (!c.stage.reduce || c.ss.compute.kind == Placement::Kind::Inline) return {};
     const LoopSchedule base = c.ss.update.value_or(LoopSchedule{});
-    for (const LoopSchedule& ls : update_loop_proposals(update_stage(c.stage, &c.ss), base,
-                                                        c.target, c.precision.accumulate)) {
-      StageSchedule v = c.ss;
-      v.update = ls;
-      r.push_back(v);
-    }
-    return r;
+    return variants(
+        c.ss,
+        update_loop_proposals(update_stage(c.stage, &c.ss), base, c.target, c.precision.accumulate),
+        [](StageSchedule& v, const LoopSchedule& ls) { v.update = ls; });
   }
 };
 
 }  // namespace
 
 const Directive& update_directive() {
-  static const UpdateDirective d;
-  return d;
+  return instance<UpdateDirective>();
 }
 
 }  // namespace pto::directives

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "backends/Jit.h"
@@ -11,6 +12,12 @@
 #include "dsl/Interpreter.h"
 
 namespace pto::test {
+
+// An integer from the environment (test sizes: PTO_DIFF_TRIALS, PTO_RANDOM_PROGRAMS, ...).
+inline int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
 
 inline HostTensor random_tensor(std::vector<int64_t> shape, std::mt19937& rng, double lo = -1, double hi = 1) {
   HostTensor t;

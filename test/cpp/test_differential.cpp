@@ -32,11 +32,6 @@ using namespace pto::test;
 
 namespace {
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
-
 struct Tolerance {
   double atol, rtol;
 };

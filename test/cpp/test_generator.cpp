@@ -84,7 +84,7 @@ TEST_CASE("a multi-kernel library is one archive with kernels and runtime, and a
   CHECK_THAT(h1, Contains("halide_set_num_threads(old_threads);"));
 }
 
-TEST_CASE("a dispatching library lists its variants, baseline last; per-target libraries are separate",
+TEST_CASE("a dispatching library lists its variants, baseline last, per-target libraries are separate",
           "[generator][dispatch]") {
   const fs::path dir = scratch("dispatch");
   LibraryOptions o;

@@ -140,7 +140,7 @@ TEST_CASE("strategies are deterministic for a fixed seed", "[tuner]") {
   CHECK_THROWS_WITH(make_strategy("annealing", space, 1), Contains("valid: random, evolutionary, model"));
 }
 
-TEST_CASE("ridge model recovers a linear function; features respond to the schedule", "[tuner]") {
+TEST_CASE("ridge model recovers a linear function, features respond to the schedule", "[tuner]") {
   RidgeModel m(1e-6);
   std::vector<std::vector<double>> x;
   std::vector<double> y;
@@ -316,7 +316,7 @@ TEST_CASE("best_schedule: a record is used only against the current default, mea
   CHECK_THAT(source, Contains("tuned schedule") && Contains("the current default measured"));
 }
 
-TEST_CASE("search space: every workload's seeds validate; decoding never fails otherwise", "[tuner]") {
+TEST_CASE("search space: every workload's seeds validate, decoding never fails otherwise", "[tuner]") {
   const Target t = parse_target("host");
   for (const auto& w : workloads()) {
     INFO(w.name);

@@ -165,7 +165,7 @@ TEST_CASE("measurer: reduced precision passes only within the accuracy budget", 
   }
 }
 
-TEST_CASE("tune: faults are recorded and the search goes on; a fixed seed repeats the search", "[tuner][measure]") {
+TEST_CASE("tune: faults are recorded and the search goes on, a fixed seed repeats the search", "[tuner][measure]") {
   const Target t = parse_target("host");
   const Program p = small_matmul();
   TuneOptions o;
