@@ -8,6 +8,7 @@
 
 #include "dsl/IRVisitor.h"
 #include "dsl/ZeroPadding.h"
+#include "schedules/LoopNest.h"
 #include "schedules/defaults/Rules.h"
 
 namespace pto::defaults {
@@ -83,7 +84,7 @@ std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls
   const std::string y = e.vars[1], x = e.vars[2], o = e.vars[3];
   ls.tile[x] = {tr};
   ls.tile[o] = {tc};
-  ls.order = {e.vars[0], y, o + "_o", x + "_o", x + "_i", o + "_i"};
+  ls.order = {e.vars[0], y, outer_loop(o), outer_loop(x), inner_loop(x), inner_loop(o)};
   ls.parallel = {y};
   // One contiguous block of rows per core rather than rows handed out one
   // by one: a core's consecutive rows share their input rows (the 3x3
@@ -92,19 +93,19 @@ std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls
   const int64_t oh = static_extent(e.shape[1]);
   if (const int64_t chunk = parallel_chunk(oh, 1, t); chunk > 0) {
     ls.tile[y] = {chunk};
-    ls.order = {e.vars[0], y + "_o", y + "_i", o + "_o", x + "_o", x + "_i", o + "_i"};
-    ls.parallel = {y + "_o"};
+    ls.order = {e.vars[0], outer_loop(y), inner_loop(y), outer_loop(o), outer_loop(x), inner_loop(x), inner_loop(o)};
+    ls.parallel = {outer_loop(y)};
   }
-  ls.vectorize = o + "_i";
+  ls.vectorize = inner_loop(o);
   ls.vector_width = lanes;
   // The tile's own loops fully unrolled: every access to the accumulator
   // buffer then has a constant index and LLVM keeps the tile in registers
   // from the last FMA through the bias + ReLU to the store, instead of
   // storing the 28 accumulators to the stack and reloading them (layer 3,
   // 64 reduction steps per tile: 0.86-0.91x -> 0.97-0.995x of oneDNN).
-  ls.unroll[x + "_i"] = 0;
-  ls.unroll[o + "_i"] = 0;
-  return x + "_o";
+  ls.unroll[inner_loop(x)] = 0;
+  ls.unroll[inner_loop(o)] = 0;
+  return outer_loop(x);
 }
 
 // The row-parallel tile's reduction skips the zero padding (skip_padding)
@@ -239,8 +240,8 @@ void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, con
   os.loops = LoopSchedule{};
   const std::vector<std::string>& ov = outer.vars;
   os.loops.tile[ov[3]] = {v * lanes};
-  os.loops.order = {ov[3] + "_o", ov[0], ov[1], ov[2], ov[3] + "_i"};
-  os.loops.parallel = {ov[3] + "_o"};
+  os.loops.order = {outer_loop(ov[3]), ov[0], ov[1], ov[2], inner_loop(ov[3])};
+  os.loops.parallel = {outer_loop(ov[3])};
   // Channel tiles in one contiguous block per core (o_o parallel, o_m the
   // channel tile): a core's tiles are neighbouring columns of the weight
   // rows, so lines its prefetcher pulls in are its own (layer 13, 2 threads:
@@ -251,7 +252,7 @@ void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, con
   // tiles looping inside each reduction block: the weight rows are then
   // read 512 contiguous bytes at a time instead of 128 (layers 18-22, 2
   // threads: 0-25% faster, e.g. layer 19 0.85-0.89x -> 0.91-0.93x).
-  std::string tile_loop = ov[3] + "_o";
+  std::string tile_loop = outer_loop(ov[3]);
   int64_t group = v * lanes;
   if (const int64_t chunk = parallel_chunk(O, v * lanes, t); chunk > v * lanes && O % chunk == 0) {
     const int64_t pixels = std::max<int64_t>(OH, 1) * std::max<int64_t>(OW, 1);
@@ -259,10 +260,10 @@ void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, con
            pixels * group * 2 * bytes(mm.dtype) <= t.l1_bytes)
       group *= 2;
     os.loops.tile[ov[3]] = {chunk, group};
-    os.loops.order = {ov[3] + "_o", ov[3] + "_m", ov[0], ov[1], ov[2], ov[3] + "_i"};
-    tile_loop = ov[3] + "_m";
+    os.loops.order = {outer_loop(ov[3]), middle_loop(ov[3]), ov[0], ov[1], ov[2], inner_loop(ov[3])};
+    tile_loop = middle_loop(ov[3]);
   }
-  os.loops.vectorize = ov[3] + "_i";
+  os.loops.vectorize = inner_loop(ov[3]);
   os.loops.vector_width = lanes;
   StageSchedule& ms = s[mm.name];
   if (epilogue) {
@@ -292,17 +293,17 @@ void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, con
   // tiles o_o loop inside each reduction block.
   const bool grouped = group > v * lanes;
   if (grouped) up.tile[o] = {v * lanes};
-  const std::string oi = grouped ? o + "_i" : o;
+  const std::string oi = grouped ? inner_loop(o) : o;
   up.order = {n};
-  if (kblock) up.order.push_back(cin + "_o");
-  if (grouped) up.order.push_back(o + "_o");
-  for (const std::string& l : {y + "_o", x + "_o"}) up.order.push_back(l);
-  for (const RVar& r : mm.rvars) up.order.push_back(r.name == cin && kblock ? cin + "_i" : r.name);
-  for (const std::string& l : {y + "_i", x + "_i", oi}) up.order.push_back(l);
+  if (kblock) up.order.push_back(outer_loop(cin));
+  if (grouped) up.order.push_back(outer_loop(o));
+  for (const std::string& l : {outer_loop(y), outer_loop(x)}) up.order.push_back(l);
+  for (const RVar& r : mm.rvars) up.order.push_back(r.name == cin && kblock ? inner_loop(cin) : r.name);
+  for (const std::string& l : {inner_loop(y), inner_loop(x), oi}) up.order.push_back(l);
   up.vectorize = oi;
   up.vector_width = lanes;
-  up.unroll[y + "_i"] = 0;
-  up.unroll[x + "_i"] = 0;
+  up.unroll[inner_loop(y)] = 0;
+  up.unroll[inner_loop(x)] = 0;
   up.unroll[oi] = 0;
   // Border taps read zero padding (at 7x7, 2 of every 21 taps per row and per
   // column): skip them where that costs no branch in the tile. A tile of whole
@@ -320,7 +321,7 @@ void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, con
       ms.skip_padding.push_back(h);
     } else if (padded(h) && OH > 0 && (OH + yt - 1) / yt <= 4) {
       ms.skip_padding.push_back(h);
-      up.unroll[y + "_o"] = 0;
+      up.unroll[outer_loop(y)] = 0;
       up.unroll[role.kernel_row] = 0;
     }
     if (padded(w)) ms.skip_padding.push_back(w);
@@ -352,7 +353,7 @@ LoopSchedule padded_input(const Stage& pad, const Target& t) {
   const std::string h = pad.vars[1];
   if (const int64_t chunk = parallel_chunk(static_extent(pad.shape[1]), 1, t); chunk > 0 && chunk < static_extent(pad.shape[1])) {
     ls.tile[h] = {chunk};
-    ls.parallel = {h + "_o"};
+    ls.parallel = {outer_loop(h)};
   } else {
     ls.parallel = {h};
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dsl/Error.h"
+#include "schedules/LoopNest.h"
 #include "schedules/defaults/Rules.h"
 
 namespace pto {
@@ -21,8 +22,8 @@ void map_stage(const Stage& st, const Target& t, StageSchedule& ss) {
     const Dim& d = st.shape[k];
     const int64_t tile = d.is_symbolic() ? per_dim : std::min(per_dim, d.value);
     ls.tile[v] = {tile};
-    blocks.push_back(v + "_o");
-    threads.push_back(v + "_i");
+    blocks.push_back(outer_loop(v));
+    threads.push_back(inner_loop(v));
   }
   ls.order = blocks;
   ls.order.insert(ls.order.end(), threads.begin(), threads.end());
