@@ -33,11 +33,14 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   const int lanes = t.vector_lanes(DType::F32);
   const std::string row = e.vars[rc.first], col = e.vars[rc.second];
   const int64_t rows = static_extent(e.shape[rc.first]), cols = static_extent(e.shape[rc.second]);
-  // 6 x (4 vectors) accumulators fill 24 of AVX-512's 32 registers; fewer columns on narrower targets.
+  // 6 rows x v vectors of accumulators, plus v vectors of B and one
+  // broadcast of A, within the register file: 6 x 4 (29 of AVX-512's 32
+  // registers), 6 x 2 on AVX2's 16 (where 6 x 3 spilled three accumulators).
   int64_t tr = std::min<int64_t>(rows > 0 ? rows : 6, 6);
+  const int64_t vectors = std::clamp<int64_t>((t.vector_registers - 1) / (6 + 1), 1, 4);
   // Whole vectors only (vector lanes must divide the tile); a narrower last
   // tile shifts inwards over columns already computed.
-  int64_t tc = std::min<int64_t>(cols > 0 ? cols : 4 * lanes, (t.vector_bits >= 512 ? 4 : 3) * lanes);
+  int64_t tc = std::min<int64_t>(cols > 0 ? cols : vectors * lanes, vectors * lanes);
   auto cover = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
   if (tc >= lanes && cols > 0) {
     // The widest whole-vector tile that computes the fewest columns in all
@@ -53,7 +56,7 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   // FMAs instead of 6 and 4), where it covers the output with no more
   // computed elements: BERT's 128 rows are 16 x 8 but 21 x 6 plus a shifted
   // tile (FFN, one thread: 5.4 -> 5.1 ms with 48-column weight blocks).
-  if (t.vector_bits >= 512 && rows > 0 && cols > 0 && tr == 6 && rows >= 8 && cols >= 3 * lanes &&
+  if (8 * 3 + 3 + 1 <= t.vector_registers && vectors == 4 && rows > 0 && cols > 0 && tr == 6 && rows >= 8 && cols >= 3 * lanes &&
       cover(rows, 8) * cover(cols, 3 * lanes) <= cover(rows, 6) * cover(cols, tc)) {
     tr = 8;
     tc = 3 * lanes;
