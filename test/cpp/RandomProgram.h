@@ -58,7 +58,7 @@ class RandomProgramBuilder {
     // The last result is an output; sometimes an intermediate too (a stage
     // that is both read and returned must be computed at root).
     r.program.output(pool_.back());
-    if (pool_.size() > 2 && coin(std::getenv("PTO_RP_NOMULTI") ? 0.0 : 0.25)) {
+    if (pool_.size() > 2 && coin(0.25)) {
       const Tensor& mid = pool_[static_cast<size_t>(uniform(0, static_cast<int>(pool_.size()) - 2))];
       if (r.program.find_stage(mid.name()) && mid.name() != pool_.back().name()) r.program.output(mid);
     }
