@@ -2,7 +2,8 @@
 # Runs every side-by-side benchmark and writes tables (stdout + docs/perf/*.json)
 # and one PNG plot per workload family to docs/perf/.
 #   scripts/bench.sh            # full: BERT seq 128/384 (f32 and bf16 weights) and batch 8,
-#                               # all ResNet-50 layers (fp32, bf16), matmul
+#                               # all ResNet-50 layers (fp32, bf16), matmul, and the
+#                               # 42-workload suite vs ONNX Runtime / numpy (apps/suite)
 #   PTO_BENCH_QUICK=1 scripts/bench.sh   # a few minutes: seq 128, three conv layers
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,4 +37,7 @@ if [ -x "$build/bin/bench_matmul" ]; then
   "$build/bin/bench_matmul" --json "$out/matmul.json"
   "$py" apps/plot_bench.py "$out/matmul.json" "$out/matmul.png" --title "matmul fp32"
 fi
+suite_args=()
+[ -n "${PTO_BENCH_QUICK:-}" ] && suite_args=(--rounds 1 --min-seconds 0.1)
+bash scripts/bench_suite.sh "${suite_args[@]}" --json "$out/suite.json" --plot "$out/suite.png"
 echo "wrote $out/*.json and $out/*.png"

@@ -1,0 +1,51 @@
+"""Every bench_suite workload (apps/suite/workloads.py: real-model shapes of every
+stage class) computed by PTO's default schedules, static and symbolic, and by the
+peer graphs the benchmark times, checked against the float64 reference.
+
+This is the correctness half of the benchmark, run in CI so that a default rule
+that breaks a real shape fails here, not in a benchmark run.
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+_suite = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "apps", "suite")
+sys.path.insert(0, _suite)
+import bench_suite  # noqa: E402
+from workloads import WORKLOADS  # noqa: E402
+
+import pypto  # noqa: E402
+
+
+@pytest.mark.parametrize("w", WORKLOADS, ids=lambda w: w.name)
+def test_workload_matches_float64(w):
+    arrays = bench_suite.inputs_for(w, np.random.default_rng(1))
+    ref = w.reference(*[a.astype(np.float64) for a in arrays])
+    for dynamic in (False, True):
+        got = pypto.kernel(w.pto, dynamic=dynamic, name=w.name)(*arrays)
+        err = bench_suite.rel_error(got, ref)
+        assert err <= bench_suite.TOL, f"{w.name} (dynamic={dynamic}): max rel error {err:.3g}"
+    if w.onnx is not None:
+        got = bench_suite.ort_session(w, arrays, ref.shape, 1)()
+        assert bench_suite.rel_error(got, ref) <= bench_suite.TOL, f"{w.name}: the ONNX Runtime graph is wrong"
+    if w.ref is not None:
+        assert bench_suite.rel_error(w.ref(*arrays), ref) <= bench_suite.TOL
+
+
+def test_suite_spans_the_classes():
+    classes = {w.cls for w in WORKLOADS}
+    assert len(WORKLOADS) >= 30
+    for c in ("contraction", "reduction (outer axis)", "reduction (inner axis)", "row-wise", "depthwise conv",
+              "grouped conv", "pooling", "attention", "elementwise", "data movement"):
+        assert c in classes, c
+
+
+def test_rel_error_fails_on_a_wrong_answer():
+    ref = np.linspace(-1, 1, 100)
+    assert bench_suite.rel_error(ref.astype(np.float32), ref) < 1e-6
+    bad = ref.copy()
+    bad[7] += 1e-3
+    assert bench_suite.rel_error(bad, ref) > bench_suite.TOL
+    assert bench_suite.rel_error(ref[:50], ref) == float("inf")
