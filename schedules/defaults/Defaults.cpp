@@ -192,6 +192,8 @@ Schedule default_schedule(const Program& p, const Target& t) {
       ps.loops = padded_input(*pad, t);
     }
   }
+  // Transposes, materialized.
+  for (const Stage& st : p.stages()) blocked_transpose(st, t, s);
   // Row-wise normalizations.
   for (const Stage& st : p.stages())
     if (st.kind == OpKind::Normalization && !st.reduce && s.find(st.name) &&

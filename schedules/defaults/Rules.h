@@ -8,6 +8,7 @@
 //                        tiles, padded input, weights-outer for deep layers
 //   RowWise.cpp          row-wise normalizations, row statistics rfactored
 //   DotPairs.cpp         bf16 sums over operands laid out in pairs: dot_pairs
+//   DataMovement.cpp     transposes: lanes x lanes blocks
 // Internal to schedules/defaults/; the measurements behind each choice are at
 // its definition.
 #pragma once
@@ -55,6 +56,12 @@ LoopSchedule padded_input(const Stage& pad, const Target& t);
 // RowWise.cpp
 std::optional<RFactor> row_rfactor(const Stage& st, const Target& t);
 void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s);
+
+// DataMovement.cpp
+// The stage dim that a read tensor's innermost index walks, when it is not the
+// stage's own innermost dim (a transpose); none otherwise.
+std::optional<std::string> transposed_dim(const Stage& st);
+void blocked_transpose(const Stage& st, const Target& t, Schedule& s);
 
 // DotPairs.cpp
 void dot_pairs(const Program& p, const Target& t, Schedule& s);
