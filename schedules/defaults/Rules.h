@@ -8,6 +8,8 @@
 //                        tiles, padded input, weights-outer for deep layers
 //   RowWise.cpp          row-wise normalizations, row statistics rfactored
 //   DotPairs.cpp         bf16 sums over operands laid out in pairs: dot_pairs
+//   Window.cpp           window stages over channels-first tensors: depthwise
+//                        and grouped convolutions, max / average pooling
 // Internal to schedules/defaults/; the measurements behind each choice are at
 // its definition.
 #pragma once
@@ -55,6 +57,12 @@ LoopSchedule padded_input(const Stage& pad, const Target& t);
 // RowWise.cpp
 std::optional<RFactor> row_rfactor(const Stage& st, const Target& t);
 void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s);
+
+// Window.cpp
+bool window_conv(const Program& p, const Stage& st);
+bool window_pool(const Stage& st);
+bool window_stage(const Program& p, const Stage& st);
+void window(const Program& p, const Stage& w, const Target& t, Schedule& s);
 
 // DotPairs.cpp
 void dot_pairs(const Program& p, const Target& t, Schedule& s);
