@@ -59,9 +59,9 @@ std::optional<RFactor> row_rfactor(const Stage& st, const Target& t);
 void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s);
 
 // Window.cpp
-bool window_conv(const Program& p, const Stage& st);
+bool window_conv(const Program& p, const Stage& st, const Target& t);
 bool window_pool(const Stage& st);
-bool window_stage(const Program& p, const Stage& st);
+bool window_stage(const Program& p, const Stage& st, const Target& t);
 void window(const Program& p, const Stage& w, const Target& t, Schedule& s);
 
 // DotPairs.cpp

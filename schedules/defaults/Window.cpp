@@ -7,7 +7,10 @@
 // a group, which do share their inputs), and unrolls the static kernel taps
 // inside it: a tap's input vector is then a dense (stride 1) or strided load
 // that the tile's neighbouring rows reuse, and the weight a broadcast. Output
-// channels are split across cores in contiguous blocks.
+// channels are split across cores in contiguous blocks. Dense 2-D
+// convolutions with weights that fit the L2 take the same tile (the group's
+// channels up to 4), for the same reason: their contraction tile reads its
+// input through the op's clamped index as per-lane loads.
 #include <algorithm>
 
 #include "schedules/LoopNest.h"
@@ -31,7 +34,9 @@ int64_t outputs_per_group(const Program& p, const Stage& conv) {
   return o % groups ? 0 : o / groups;
 }
 
-int64_t cover(int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; }
+int64_t cover(int64_t n, int64_t tile) {
+  return (n + tile - 1) / tile * tile;
+}
 
 constexpr int64_t kMaxRows = 4;
 
@@ -41,23 +46,43 @@ constexpr int64_t kMaxRows = 4;
 // the contraction tile's 6 rows (depthwise: 1; ResNeXt's 32 groups of 4): the
 // contraction tile's rows would read different input channels, so nothing
 // is reused across them and each row pays its own loads through a guard.
-// Dense and wide-group convolutions keep the contraction tile (Contraction.cpp).
-bool window_conv(const Program& p, const Stage& st) {
-  if (st.kind != OpKind::Convolution || !st.reduce || !st.conv_roles || channels_last_conv(st)) return false;
+// Also every 2-D one, dense included: the contraction tile (6 channels x 2
+// vectors of width, the taps a loop) reads its input through the op's clamped
+// index in every tile, as per-lane loads, where this tile's inner tiles read
+// plain vectors (1 thread, 3x3 pad 1: 56x56x64 -> 64 38-60 ms -> 17-23 ms;
+// 56x56x128 -> 128 stride 2 72-144 -> 36-52 ms). Dense 1-D and 3-D ones keep
+// the contraction tile (Contraction.cpp).
+bool window_conv(const Program& p, const Stage& st, const Target& t) {
+  if (st.kind != OpKind::Convolution || !st.reduce || !st.conv_roles || channels_last_conv(st))
+    return false;
   if (st.op != "conv1d" && st.op != "conv2d" && st.op != "conv3d") return false;
   if (st.vars.size() < 3 || st.vars[1] != st.conv_roles->out_channel) return false;
   const int64_t og = outputs_per_group(p, st);
-  return og > 0 && og < 6;
+  if (og <= 0) return false;
+  if (og < 6) return true;
+  if (st.vars.size() != 4) return false;
+  // Weights within half the L2, which every pixel tile streams once: beyond
+  // it (DeepLab's dilated 3x3 at 256 channels, 2.4 MB) the tile waits on the
+  // outer caches, and the contraction tile measured faster (2 threads,
+  // 64x64x256 dilation 2: 125-163 ms vs 160-190 ms).
+  const auto reads = st.reads();
+  const TensorInfo& w = p.tensor(reads[1]);
+  int64_t bytes_w = bytes(w.dtype);
+  for (const Dim& d : w.shape) bytes_w *= std::max<int64_t>(static_extent(d), 1);
+  return 2 * bytes_w <= t.l2_bytes;
 }
 
 // Max / sum pooling over the spatial dims of a channels-first tensor: [n, c, spatial...]
 // reduced over one window variable per spatial dim.
 bool window_pool(const Stage& st) {
-  return st.kind == OpKind::Pooling && st.reduce && (*st.reduce == ReduceOp::Max || *st.reduce == ReduceOp::Sum) &&
-         st.vars.size() >= 3 && st.rvars.size() + 2 == st.vars.size();
+  return st.kind == OpKind::Pooling && st.reduce &&
+         (*st.reduce == ReduceOp::Max || *st.reduce == ReduceOp::Sum) && st.vars.size() >= 3 &&
+         st.rvars.size() + 2 == st.vars.size();
 }
 
-bool window_stage(const Program& p, const Stage& st) { return is_float(st.dtype) && (window_conv(p, st) || window_pool(st)); }
+bool window_stage(const Program& p, const Stage& st, const Target& t) {
+  return is_float(st.dtype) && (window_conv(p, st, t) || window_pool(st));
+}
 
 // The tile of window stage `w` over the stage `e` that materializes it (its
 // epilogue, or `w` itself): [n, o, ..., y, x] with rows y_i and width x_i
@@ -81,8 +106,8 @@ bool window_stage(const Program& p, const Stage& st) { return is_float(st.dtype)
 // 0.42 ms; 64x64x256 dilation 2, 16 / 8 / 4 / 2 rows 2.1 / 1.0-1.5 / 0.7-1.0
 // / 1.0 ms; ResNeXt's 4-channel groups at 56x56, 4 x 4 accumulators vs 4 x
 // 2 vs 4 x 1: 0.45-0.58 / 0.57-0.65 / 0.71-0.97 ms.
-std::string window_tile(const Program& p, const Stage& w, const Stage& e, const Target& t, LoopSchedule& ls,
-                        int64_t& lanes_out, int64_t& group_out) {
+std::string window_tile(const Program& p, const Stage& w, const Stage& e, const Target& t,
+                        LoopSchedule& ls, int64_t& lanes_out, int64_t& group_out) {
   const size_t r = e.vars.size();
   const std::string o = e.vars[1], x = e.vars[r - 1];
   const bool rows = r >= 4;
@@ -96,12 +121,24 @@ std::string window_tile(const Program& p, const Stage& w, const Stage& e, const 
   const int64_t v = 1, tx = vw;
   // A grouped convolution's few output channels per group share every input
   // load: they are a dim of the register tile.
-  const int64_t og = window_conv(p, w) ? outputs_per_group(p, w) : 1;
-  const int64_t g = og > 1 && O > 0 && O % og == 0 ? og : 1;
+  // Wider groups (a dense convolution) take the largest divisor of theirs up
+  // to 4 channels, so that with 4 rows the tile holds 16 accumulators (1
+  // thread, 56x56x128 -> 128 stride 2: 4 x 4 41-52 ms, 8 x 2 46-48, 16 x 1 36-76).
+  const int64_t og = window_conv(p, w, t) ? outputs_per_group(p, w) : 1;
+  int64_t g = 1;
+  if (og > 1 && og < 6) g = og;
+  for (int64_t c = 4; og >= 6 && c > 1 && g == 1; --c)
+    if (og % c == 0) g = c;
+  if (O <= 0 || O % g) g = 1;
+  // The input is read once per group of output channels when those loop
+  // outside the pixel tiles; a dense convolution whose input outweighs its
+  // weights loops them inside, reading the (smaller) weights once per pixel tile.
+  const bool pixels_outer = og >= 6 && !weights_outweigh_input(p, w);
   const int64_t acc_budget = std::max<int64_t>(1, t.vector_registers / 2);
   int64_t ty = 1;
   if (rows) {
-    const int64_t rmax = std::max<int64_t>(1, std::min<int64_t>({OH > 0 ? OH : kMaxRows, kMaxRows, acc_budget / (v * g)}));
+    const int64_t rmax = std::max<int64_t>(
+        1, std::min<int64_t>({OH > 0 ? OH : kMaxRows, kMaxRows, acc_budget / (v * g)}));
     for (int64_t c = 1; c <= rmax; ++c)
       if (OH <= 0 || cover(OH, c) <= cover(OH, ty)) ty = c;
   }
@@ -109,6 +146,27 @@ std::string window_tile(const Program& p, const Stage& w, const Stage& e, const 
   if (rows && ty > 1) ls.tile[y] = {ty};
   std::vector<std::string> order{e.vars[0]};
   std::string par = o;
+  if (pixels_outer) {
+    if (g > 1) ls.tile[o] = {g};
+    for (size_t k = 2; k + 2 < r; ++k) order.push_back(e.vars[k]);
+    order.push_back(ty > 1 ? outer_loop(y) : y);
+    if (ls.tile.count(x)) order.push_back(outer_loop(x));
+    order.push_back(g > 1 ? outer_loop(o) : o);
+    if (g > 1) order.push_back(inner_loop(o));
+    if (ty > 1) order.push_back(inner_loop(y));
+    if (ls.tile.count(x)) order.push_back(inner_loop(x));
+    ls.order = order;
+    ls.parallel = {ty > 1 ? outer_loop(y) : y};
+    if (vw > 1) {
+      ls.vectorize = ls.tile.count(x) ? inner_loop(x) : x;
+      ls.vector_width = static_cast<int>(vw);
+    }
+    if (ty > 1) ls.unroll[inner_loop(y)] = 0;
+    if (g > 1) ls.unroll[inner_loop(o)] = 0;
+    lanes_out = vw;
+    group_out = g;
+    return g > 1 ? outer_loop(o) : o;
+  }
   if (g > 1) {
     if (const int64_t chunk = parallel_chunk(O, g, t); chunk > g && O % chunk == 0) {
       ls.tile[o] = {chunk, g};
@@ -128,7 +186,8 @@ std::string window_tile(const Program& p, const Stage& w, const Stage& e, const 
   } else {
     order.push_back(o);
   }
-  for (size_t k = 2; k + (rows ? 2 : 1) < r; ++k) order.push_back(e.vars[k]);  // a 3-D window's depth
+  for (size_t k = 2; k + (rows ? 2 : 1) < r; ++k)
+    order.push_back(e.vars[k]);  // a 3-D window's depth
   const std::string xl = ls.tile.count(x) ? outer_loop(x) : x;
   if (rows) order.push_back(ty > 1 ? outer_loop(y) : y);
   if (ls.tile.count(x)) order.push_back(outer_loop(x));
@@ -196,7 +255,8 @@ const Stage* window_epilogue(const Program& p, const Stage& w, const Schedule& s
     if (c.reduce || c.shape != w.shape || c.vars.size() != w.vars.size()) return nullptr;
     if (c.kind != OpKind::Elementwise && c.kind != OpKind::Pooling) return nullptr;
     const StageSchedule* cs = s.find(c.name);
-    if (cs && cs->compute.kind == Placement::Kind::Root) return hosts_placements(s, c.name) ? nullptr : &c;
+    if (cs && cs->compute.kind == Placement::Kind::Root)
+      return hosts_placements(s, c.name) ? nullptr : &c;
     if (!cs || cs->compute.kind != Placement::Kind::Inline || p.is_output(c.name)) return nullptr;
     cur = c.name;
   }
