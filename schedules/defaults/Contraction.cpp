@@ -22,7 +22,7 @@ namespace pto::defaults {
 // wide enough for whole vectors also where the image is 7 pixels wide.
 std::pair<size_t, size_t> tile_dims(const Stage& st) {
   if (channels_last_conv(st)) return {2, 3};
-  if (st.kind == OpKind::Convolution && st.vars.size() == 4) return {1, 3};
+  if (st.kind == OpKind::Convolution && st.vars.size() >= 3) return {1, st.vars.size() - 1};
   return {st.vars.size() - 2, st.vars.size() - 1};
 }
 

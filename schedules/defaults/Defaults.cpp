@@ -107,7 +107,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
   // Contractions and convolutions: find the elementwise chain that consumes
   // them and fuse; without one, accumulate into a register tile of their own.
   for (const Stage& st : p.stages()) {
-    const bool conv = st.kind == OpKind::Convolution && st.vars.size() == 4;
+    const bool conv = st.kind == OpKind::Convolution && st.vars.size() >= 3 && !window_conv(p, st, t);
     if ((st.kind != OpKind::Contraction && !conv) || !st.reduce || st.vars.size() < 2 || !is_float(st.dtype)) continue;
     // Follow single-consumer inline elementwise stages down to the root stage
     // that materializes them. An output is materialized itself (the caller
@@ -194,6 +194,9 @@ Schedule default_schedule(const Program& p, const Target& t) {
   }
   // Transposes, materialized.
   for (const Stage& st : p.stages()) blocked_transpose(st, t, s);
+  // Stencils: depthwise / grouped convolutions and pooling (Window.cpp).
+  for (const Stage& st : p.stages())
+    if (window_stage(p, st, t)) window(p, st, t, s);
   // Row-wise normalizations.
   for (const Stage& st : p.stages())
     if (st.kind == OpKind::Normalization && !st.reduce && s.find(st.name) &&

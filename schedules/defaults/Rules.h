@@ -9,6 +9,8 @@
 //   RowWise.cpp          row-wise normalizations, row statistics rfactored
 //   DotPairs.cpp         bf16 sums over operands laid out in pairs: dot_pairs
 //   DataMovement.cpp     transposes: lanes x lanes blocks
+//   Window.cpp           window stages over channels-first tensors: depthwise
+//                        and grouped convolutions, max / average pooling
 // Internal to schedules/defaults/; the measurements behind each choice are at
 // its definition.
 #pragma once
@@ -62,6 +64,11 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s);
 // stage's own innermost dim (a transpose); none otherwise.
 std::optional<std::string> transposed_dim(const Stage& st);
 void blocked_transpose(const Stage& st, const Target& t, Schedule& s);
+// Window.cpp
+bool window_conv(const Program& p, const Stage& st, const Target& t);
+bool window_pool(const Stage& st);
+bool window_stage(const Program& p, const Stage& st, const Target& t);
+void window(const Program& p, const Stage& w, const Target& t, Schedule& s);
 
 // DotPairs.cpp
 void dot_pairs(const Program& p, const Target& t, Schedule& s);

@@ -1,0 +1,288 @@
+// Default schedules of window (stencil) stages over channels-first tensors:
+// depthwise and grouped convolutions whose groups have too few output channels
+// to share an input load across a contraction tile's rows (conv1d/2d/3d), and
+// max / average pooling. Each output channel plane is a stencil over its own
+// input plane, so the rule vectorizes along the output's contiguous width,
+// keeps a register tile of rows x width vectors (x the few output channels of
+// a group, which do share their inputs), and unrolls the static kernel taps
+// inside it: a tap's input vector is then a dense (stride 1) or strided load
+// that the tile's neighbouring rows reuse, and the weight a broadcast. Output
+// channels are split across cores in contiguous blocks. Dense 2-D
+// convolutions with weights that fit the L2 take the same tile (the group's
+// channels up to 4), for the same reason: their contraction tile reads its
+// input through the op's clamped index as per-lane loads.
+#include <algorithm>
+
+#include "schedules/LoopNest.h"
+#include "schedules/defaults/Rules.h"
+
+namespace pto::defaults {
+
+namespace {
+
+// Output channels per group of an NCHW convolution (its weights are [O, C/groups, k...]),
+// 0 when they are not known.
+int64_t outputs_per_group(const Program& p, const Stage& conv) {
+  const auto reads = conv.reads();
+  if (reads.size() < 2) return 0;
+  const Shape& x = p.tensor(reads[0]).shape;
+  const Shape& w = p.tensor(reads[1]).shape;
+  if (x.size() != conv.vars.size() || w.size() != conv.vars.size()) return 0;
+  const int64_t c = static_extent(x[1]), o = static_extent(w[0]), cg = static_extent(w[1]);
+  if (c <= 0 || o <= 0 || cg <= 0 || c % cg) return 0;
+  const int64_t groups = c / cg;
+  return o % groups ? 0 : o / groups;
+}
+
+int64_t cover(int64_t n, int64_t tile) {
+  return (n + tile - 1) / tile * tile;
+}
+
+constexpr int64_t kMaxRows = 4;
+
+}  // namespace
+
+// A channels-first convolution whose groups have fewer output channels than
+// the contraction tile's 6 rows (depthwise: 1; ResNeXt's 32 groups of 4): the
+// contraction tile's rows would read different input channels, so nothing
+// is reused across them and each row pays its own loads through a guard.
+// Also every 2-D one, dense included: the contraction tile (6 channels x 2
+// vectors of width, the taps a loop) reads its input through the op's clamped
+// index in every tile, as per-lane loads, where this tile's inner tiles read
+// plain vectors (1 thread, 3x3 pad 1: 56x56x64 -> 64 38-60 ms -> 17-23 ms;
+// 56x56x128 -> 128 stride 2 72-144 -> 36-52 ms). Dense 1-D and 3-D ones keep
+// the contraction tile (Contraction.cpp).
+bool window_conv(const Program& p, const Stage& st, const Target& t) {
+  if (st.kind != OpKind::Convolution || !st.reduce || !st.conv_roles || channels_last_conv(st))
+    return false;
+  if (st.op != "conv1d" && st.op != "conv2d" && st.op != "conv3d") return false;
+  if (st.vars.size() < 3 || st.vars[1] != st.conv_roles->out_channel) return false;
+  const int64_t og = outputs_per_group(p, st);
+  if (og <= 0) return false;
+  if (og < 6) return true;
+  if (st.vars.size() != 4) return false;
+  // Weights within half the L2, which every pixel tile streams once: beyond
+  // it (DeepLab's dilated 3x3 at 256 channels, 2.4 MB) the tile waits on the
+  // outer caches, and the contraction tile measured faster (2 threads,
+  // 64x64x256 dilation 2: 125-163 ms vs 160-190 ms).
+  const auto reads = st.reads();
+  const TensorInfo& w = p.tensor(reads[1]);
+  int64_t bytes_w = bytes(w.dtype);
+  for (const Dim& d : w.shape) bytes_w *= std::max<int64_t>(static_extent(d), 1);
+  return 2 * bytes_w <= t.l2_bytes;
+}
+
+// Max / sum pooling over the spatial dims of a channels-first tensor: [n, c, spatial...]
+// reduced over one window variable per spatial dim.
+bool window_pool(const Stage& st) {
+  return st.kind == OpKind::Pooling && st.reduce &&
+         (*st.reduce == ReduceOp::Max || *st.reduce == ReduceOp::Sum) && st.vars.size() >= 3 &&
+         st.rvars.size() + 2 == st.vars.size();
+}
+
+bool window_stage(const Program& p, const Stage& st, const Target& t) {
+  return is_float(st.dtype) && (window_conv(p, st, t) || window_pool(st));
+}
+
+// The tile of window stage `w` over the stage `e` that materializes it (its
+// epilogue, or `w` itself): [n, o, ..., y, x] with rows y_i and width x_i
+// (x_i vectorized) and, for a grouped convolution, the group's output
+// channels o_i. Returns the loop at which the tile's accumulators live.
+//
+// Width: one vector of the target's lanes where the row is that wide, else
+// the widest power of two that fits (a 14-wide map: 8 lanes, the second tile
+// shifted inwards onto the first). One vector, not several: the input index
+// is clamped into the image (the op's zero padding), and Halide splits the
+// tile loop into border tiles, whose clamped vector reads become per-lane
+// loads, and inner tiles, where the clamp folds away and the reads are
+// plain vector loads; a 56-wide row in tiles of 2 vectors has no inner tile
+// (2 threads, depthwise 3x3 at 56x56x144: 0.93 ms with 32-wide tiles, 0.40
+// ms with 16-wide ones).
+//
+// Rows: up to kMaxRows, and within half the register file for rows x group
+// channels accumulators (the rest holds the taps' weight broadcasts and input
+// vectors); among those, the count that computes the fewest rows. Depthwise
+// 3x3, 1 thread: 56x56x144 with 14 / 8 / 7 / 4 rows 1.3 / 0.56 / 0.57 /
+// 0.42 ms; 64x64x256 dilation 2, 16 / 8 / 4 / 2 rows 2.1 / 1.0-1.5 / 0.7-1.0
+// / 1.0 ms; ResNeXt's 4-channel groups at 56x56, 4 x 4 accumulators vs 4 x
+// 2 vs 4 x 1: 0.45-0.58 / 0.57-0.65 / 0.71-0.97 ms.
+std::string window_tile(const Program& p, const Stage& w, const Stage& e, const Target& t,
+                        LoopSchedule& ls, int64_t& lanes_out, int64_t& group_out) {
+  const size_t r = e.vars.size();
+  const std::string o = e.vars[1], x = e.vars[r - 1];
+  const bool rows = r >= 4;
+  const std::string y = rows ? e.vars[r - 2] : "";
+  const int64_t OW = static_extent(e.shape[r - 1]), OH = rows ? static_extent(e.shape[r - 2]) : 1;
+  const int64_t O = static_extent(e.shape[1]);
+  const int lanes = t.vector_lanes(DType::F32);
+  int64_t vw = lanes;
+  if (OW > 0)
+    while (vw > 1 && vw > OW) vw /= 2;
+  const int64_t v = 1, tx = vw;
+  // A grouped convolution's few output channels per group share every input
+  // load: they are a dim of the register tile.
+  // Wider groups (a dense convolution) take the largest divisor of theirs up
+  // to 4 channels, so that with 4 rows the tile holds 16 accumulators (1
+  // thread, 56x56x128 -> 128 stride 2: 4 x 4 41-52 ms, 8 x 2 46-48, 16 x 1 36-76).
+  const int64_t og = window_conv(p, w, t) ? outputs_per_group(p, w) : 1;
+  int64_t g = 1;
+  if (og > 1 && og < 6) g = og;
+  for (int64_t c = 4; og >= 6 && c > 1 && g == 1; --c)
+    if (og % c == 0) g = c;
+  if (O <= 0 || O % g) g = 1;
+  // The input is read once per group of output channels when those loop
+  // outside the pixel tiles; a dense convolution whose input outweighs its
+  // weights loops them inside, reading the (smaller) weights once per pixel tile.
+  const bool pixels_outer = og >= 6 && !weights_outweigh_input(p, w);
+  const int64_t acc_budget = std::max<int64_t>(1, t.vector_registers / 2);
+  int64_t ty = 1;
+  if (rows) {
+    const int64_t rmax = std::max<int64_t>(
+        1, std::min<int64_t>({OH > 0 ? OH : kMaxRows, kMaxRows, acc_budget / (v * g)}));
+    for (int64_t c = 1; c <= rmax; ++c)
+      if (OH <= 0 || cover(OH, c) <= cover(OH, ty)) ty = c;
+  }
+  if (vw > 1 && OW > 0) ls.tile[x] = {tx};
+  if (rows && ty > 1) ls.tile[y] = {ty};
+  std::vector<std::string> order{e.vars[0]};
+  std::string par = o;
+  if (pixels_outer) {
+    if (g > 1) ls.tile[o] = {g};
+    for (size_t k = 2; k + 2 < r; ++k) order.push_back(e.vars[k]);
+    order.push_back(ty > 1 ? outer_loop(y) : y);
+    if (ls.tile.count(x)) order.push_back(outer_loop(x));
+    order.push_back(g > 1 ? outer_loop(o) : o);
+    if (g > 1) order.push_back(inner_loop(o));
+    if (ty > 1) order.push_back(inner_loop(y));
+    if (ls.tile.count(x)) order.push_back(inner_loop(x));
+    ls.order = order;
+    ls.parallel = {ty > 1 ? outer_loop(y) : y};
+    if (vw > 1) {
+      ls.vectorize = ls.tile.count(x) ? inner_loop(x) : x;
+      ls.vector_width = static_cast<int>(vw);
+    }
+    if (ty > 1) ls.unroll[inner_loop(y)] = 0;
+    if (g > 1) ls.unroll[inner_loop(o)] = 0;
+    lanes_out = vw;
+    group_out = g;
+    return g > 1 ? outer_loop(o) : o;
+  }
+  if (g > 1) {
+    if (const int64_t chunk = parallel_chunk(O, g, t); chunk > g && O % chunk == 0) {
+      ls.tile[o] = {chunk, g};
+      order.push_back(outer_loop(o));
+      order.push_back(middle_loop(o));
+      par = outer_loop(o);
+    } else {
+      ls.tile[o] = {g};
+      order.push_back(outer_loop(o));
+      par = outer_loop(o);
+    }
+  } else if (const int64_t chunk = parallel_chunk(O, 1, t); chunk > 0 && chunk < O) {
+    ls.tile[o] = {chunk};
+    order.push_back(outer_loop(o));
+    order.push_back(inner_loop(o));
+    par = outer_loop(o);
+  } else {
+    order.push_back(o);
+  }
+  for (size_t k = 2; k + (rows ? 2 : 1) < r; ++k)
+    order.push_back(e.vars[k]);  // a 3-D window's depth
+  const std::string xl = ls.tile.count(x) ? outer_loop(x) : x;
+  if (rows) order.push_back(ty > 1 ? outer_loop(y) : y);
+  if (ls.tile.count(x)) order.push_back(outer_loop(x));
+  if (g > 1) order.push_back(inner_loop(o));
+  if (rows && ty > 1) order.push_back(inner_loop(y));
+  if (ls.tile.count(x)) order.push_back(inner_loop(x));
+  ls.order = order;
+  ls.parallel = {par};
+  if (vw > 1) {
+    ls.vectorize = ls.tile.count(x) ? inner_loop(x) : x;
+    ls.vector_width = static_cast<int>(vw);
+  }
+  if (rows && ty > 1) ls.unroll[inner_loop(y)] = 0;
+  if (g > 1) ls.unroll[inner_loop(o)] = 0;
+  lanes_out = vw;
+  group_out = g;
+  return xl;
+}
+
+// The window stage's reduction inside its tile: the group's input channels
+// outermost, then the taps, fully unrolled (static kernels: 9 taps of a 3x3,
+// 10 of wav2vec's conv1d) so that each tap's loads are shared by the rows
+// that read the same input row, then the tile's channels, rows and vectors.
+LoopSchedule window_update(const Stage& w, int64_t vw, int64_t g) {
+  LoopSchedule up;
+  const size_t r = w.vars.size();
+  const bool rows = r >= 4;
+  up.order.push_back(w.vars[0]);
+  for (size_t k = 2; k + (rows ? 2 : 1) < r; ++k) up.order.push_back(w.vars[k]);
+  int64_t taps = 1;
+  for (const RVar& rv : w.rvars) {
+    up.order.push_back(rv.name);
+    const bool channel = w.conv_roles && rv.name == w.conv_roles->in_channel;
+    const int64_t e = static_extent(rv.extent);
+    if (!channel && e > 0) taps *= e;
+  }
+  up.order.push_back(w.vars[1]);
+  if (rows) up.order.push_back(w.vars[r - 2]);
+  up.order.push_back(w.vars[r - 1]);
+  if (vw > 1) {
+    up.vectorize = w.vars[r - 1];
+    up.vector_width = static_cast<int>(vw);
+  }
+  up.unroll[w.vars[r - 1]] = 0;
+  if (rows) up.unroll[w.vars[r - 2]] = 0;
+  if (g > 1) up.unroll[w.vars[1]] = 0;
+  // Taps unrolled while the unrolled body stays small (a 3x3 or 5x5 kernel,
+  // not a 1-D kernel of hundreds).
+  if (taps > 0 && taps <= 32)
+    for (const RVar& rv : w.rvars)
+      if (!(w.conv_roles && rv.name == w.conv_roles->in_channel)) up.unroll[rv.name] = 0;
+  return up;
+}
+
+// The stage that materializes window stage `w`: its sole consumer when that
+// is a same-shape, non-reducing stage computed at root (a bias + activation,
+// an average's division), else `w` itself. Inline stages in between stay inline.
+const Stage* window_epilogue(const Program& p, const Stage& w, const Schedule& s) {
+  if (p.is_output(w.name)) return nullptr;
+  std::string cur = w.name;
+  while (true) {
+    const auto cons = p.consumers(cur);
+    if (cons.size() != 1) return nullptr;
+    const Stage& c = p.stage(cons[0]);
+    if (c.reduce || c.shape != w.shape || c.vars.size() != w.vars.size()) return nullptr;
+    if (c.kind != OpKind::Elementwise && c.kind != OpKind::Pooling) return nullptr;
+    const StageSchedule* cs = s.find(c.name);
+    if (cs && cs->compute.kind == Placement::Kind::Root)
+      return hosts_placements(s, c.name) ? nullptr : &c;
+    if (!cs || cs->compute.kind != Placement::Kind::Inline || p.is_output(c.name)) return nullptr;
+    cur = c.name;
+  }
+}
+
+void window(const Program& p, const Stage& w, const Target& t, Schedule& s) {
+  const Stage* e = window_epilogue(p, w, s);
+  int64_t vw = 1, g = 1;
+  if (e) {
+    StageSchedule& es = s[e->name];
+    es = StageSchedule{};
+    const std::string at = window_tile(p, w, *e, t, es.loops, vw, g);
+    StageSchedule& ws = s[w.name];
+    ws = StageSchedule{};
+    ws.compute = {Placement::Kind::At, e->name, at};
+    if (vw > 1) {
+      ws.loops.vectorize = w.vars.back();
+      ws.loops.vector_width = static_cast<int>(vw);
+    }
+    ws.update = window_update(w, vw, g);
+    return;
+  }
+  StageSchedule& ws = s[w.name];
+  ws = StageSchedule{};
+  ws.accumulator_at = window_tile(p, w, w, t, ws.loops, vw, g);
+  ws.update = window_update(w, vw, g);
+}
+
+}  // namespace pto::defaults

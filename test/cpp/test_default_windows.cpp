@@ -1,0 +1,317 @@
+// Default schedules of window stages (schedules/defaults/Window.cpp):
+// depthwise, grouped, strided and dilated channels-first convolutions (1-D
+// and 2-D) and max / average pooling, against float64 loops written here, at
+// odd, prime and size-1 extents, with padding, and with a symbolic batch; the
+// rule's structure (one vector of width per tile, the taps unrolled, output
+// channels split across cores) and validity on several targets.
+#include <catch2/catch.hpp>
+
+#include "dsl/ops/Ops.h"
+#include "schedules/Validate.h"
+#include "schedules/defaults/Defaults.h"
+#include "test/cpp/Helpers.h"
+
+using namespace pto;
+using namespace pto::test;
+
+namespace {
+
+// A channels-first 2-D convolution (1-D when h == 1 and kh == 1: the same
+// data as [N, C, W]).
+struct ConvCase {
+  int64_t n, c, h, w, o, kh, kw;
+  std::array<int, 2> stride, pad, dil;
+  int groups;
+  bool bias, relu, one_d = false;
+  bool symbolic_batch = false;
+};
+
+// out[n, o, y, x] = b[o] + sum over c < C/groups, ky, kx of
+//   in[n, (o / (O/groups)) * C/groups + c, y*s + ky*d - p, x*s + kx*d - p] * w[o, c, ky, kx], zero
+//   outside.
+HostTensor conv_reference(const ConvCase& k, const HostTensor& x, const HostTensor& w,
+                          const HostTensor* b) {
+  const int64_t oh = (k.h + 2 * k.pad[0] - k.dil[0] * (k.kh - 1) - 1) / k.stride[0] + 1;
+  const int64_t ow = (k.w + 2 * k.pad[1] - k.dil[1] * (k.kw - 1) - 1) / k.stride[1] + 1;
+  const int64_t cg = k.c / k.groups, og = k.o / k.groups;
+  std::vector<int64_t> shape =
+      k.one_d ? std::vector<int64_t>{k.n, k.o, ow} : std::vector<int64_t>{k.n, k.o, oh, ow};
+  HostTensor r{shape, std::vector<double>(static_cast<size_t>(k.n * k.o * oh * ow))};
+  size_t idx = 0;
+  for (int64_t n = 0; n < k.n; ++n)
+    for (int64_t o = 0; o < k.o; ++o)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xx = 0; xx < ow; ++xx) {
+          double acc = b ? b->data[static_cast<size_t>(o)] : 0.0;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t ky = 0; ky < k.kh; ++ky)
+              for (int64_t kx = 0; kx < k.kw; ++kx) {
+                const int64_t iy = y * k.stride[0] + ky * k.dil[0] - k.pad[0];
+                const int64_t ix = xx * k.stride[1] + kx * k.dil[1] - k.pad[1];
+                if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
+                const int64_t ic = (o / og) * cg + c;
+                acc += x.data[static_cast<size_t>(((n * k.c + ic) * k.h + iy) * k.w + ix)] *
+                       w.data[static_cast<size_t>(((o * cg + c) * k.kh + ky) * k.kw + kx)];
+              }
+          r.data[idx++] = k.relu ? std::max(acc, 0.0) : acc;
+        }
+  return r;
+}
+
+struct Built {
+  Program p{"window"};
+  std::map<std::string, HostTensor> in;
+  HostTensor want;
+};
+
+Built build_conv(const ConvCase& k, std::mt19937& rng) {
+  Built r;
+  Program& p = r.p;
+  const Dim n = k.symbolic_batch ? Dim::symbol("N") : Dim(k.n);
+  const Shape xs = k.one_d ? Shape{n, k.c, k.w} : Shape{n, k.c, k.h, k.w};
+  const Shape ws =
+      k.one_d ? Shape{k.o, k.c / k.groups, k.kw} : Shape{k.o, k.c / k.groups, k.kh, k.kw};
+  const Tensor x = p.input("X", xs), w = p.input("W", ws);
+  const Tensor b = k.bias ? p.input("b", {k.o}) : Tensor();
+  const std::string name = k.relu ? "conv" : "Y";
+  Tensor conv;
+  if (k.one_d) {
+    ops::ConvParams cp;
+    cp.stride = {k.stride[1]};
+    cp.padding = {k.pad[1]};
+    cp.dilation = {k.dil[1]};
+    cp.groups = k.groups;
+    conv = ops::conv1d(x, w, b, cp, name);
+  } else {
+    conv = ops::conv2d(x, w, b, k.stride, k.pad, k.dil, k.groups, name);
+  }
+  p.output(k.relu ? ops::relu(conv, "Y") : conv);
+  const std::vector<int64_t> xshape =
+      k.one_d ? std::vector<int64_t>{k.n, k.c, k.w} : std::vector<int64_t>{k.n, k.c, k.h, k.w};
+  const std::vector<int64_t> wshape = k.one_d
+                                          ? std::vector<int64_t>{k.o, k.c / k.groups, k.kw}
+                                          : std::vector<int64_t>{k.o, k.c / k.groups, k.kh, k.kw};
+  r.in = {{"X", random_tensor(xshape, rng)}, {"W", random_tensor(wshape, rng)}};
+  if (k.bias) r.in["b"] = random_tensor({k.o}, rng);
+  r.want = conv_reference(k, r.in.at("X"), r.in.at("W"), k.bias ? &r.in.at("b") : nullptr);
+  return r;
+}
+
+struct PoolCase {
+  bool max;
+  int64_t n, c, h, w;
+  int kh, kw, sh, sw, ph, pw;
+  bool count_include_pad = false;
+  bool symbolic_batch = false;
+};
+
+// Max over the in-image positions of each window; average over them, divided
+// by their count (or by the window size with count_include_pad).
+HostTensor pool_reference(const PoolCase& k, const HostTensor& x) {
+  const int64_t oh = (k.h + 2 * k.ph - k.kh) / k.sh + 1, ow = (k.w + 2 * k.pw - k.kw) / k.sw + 1;
+  HostTensor r{{k.n, k.c, oh, ow}, std::vector<double>(static_cast<size_t>(k.n * k.c * oh * ow))};
+  size_t idx = 0;
+  for (int64_t n = 0; n < k.n; ++n)
+    for (int64_t c = 0; c < k.c; ++c)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xx = 0; xx < ow; ++xx) {
+          double best = -INFINITY, sum = 0;
+          int64_t count = 0;
+          for (int64_t ky = 0; ky < k.kh; ++ky)
+            for (int64_t kx = 0; kx < k.kw; ++kx) {
+              const int64_t iy = y * k.sh + ky - k.ph, ix = xx * k.sw + kx - k.pw;
+              if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
+              const double v = x.data[static_cast<size_t>(((n * k.c + c) * k.h + iy) * k.w + ix)];
+              best = std::max(best, v);
+              sum += v;
+              ++count;
+            }
+          r.data[idx++] =
+              k.max ? best : sum / static_cast<double>(k.count_include_pad ? k.kh * k.kw : count);
+        }
+  return r;
+}
+
+Built build_pool(const PoolCase& k, std::mt19937& rng) {
+  Built r;
+  Program& p = r.p;
+  const Dim n = k.symbolic_batch ? Dim::symbol("N") : Dim(k.n);
+  const Tensor x = p.input("X", {n, k.c, k.h, k.w});
+  ops::PoolParams pp;
+  pp.kernel = {k.kh, k.kw};
+  pp.stride = {k.sh, k.sw};
+  pp.padding = {k.ph, k.pw};
+  pp.count_include_pad = k.count_include_pad;
+  p.output(k.max ? ops::max_pool2d(x, pp, "Y") : ops::avg_pool2d(x, pp, "Y"));
+  r.in = {{"X", random_tensor({k.n, k.c, k.h, k.w}, rng)}};
+  r.want = pool_reference(k, r.in.at("X"));
+  return r;
+}
+
+std::vector<Target> targets() {
+  std::vector<Target> ts;
+  for (const char* name : {"host", "x86-64-avx2", "x86-64-avx512", "arm-64-linux"})
+    for (int cores : {1, 2}) {
+      Target t = parse_target(name);
+      t.cores = cores;
+      ts.push_back(t);
+    }
+  return ts;
+}
+
+const Stage& window_of(const Program& p) {
+  for (const Stage& st : p.stages())
+    if (st.reduce && (st.kind == OpKind::Convolution || st.kind == OpKind::Pooling)) return st;
+  FAIL("no window stage");
+  throw;
+}
+
+// The window rule's structure on `w` under `s`: its reduction runs inside a
+// tile whose width is one vector (at most the target's lanes), with the
+// width vectorized in the update.
+void check_window_structure(const Program& p, const Schedule& s, const Stage& w, const Target& t) {
+  const StageSchedule* ws = s.find(w.name);
+  REQUIRE(ws);
+  REQUIRE(ws->update);
+  const std::string x = w.vars.back();
+  const int64_t ow = w.shape.back().value;
+  if (ow >= 2) {
+    CHECK(ws->update->vectorize == x);
+    CHECK(ws->update->vector_width <= t.vector_lanes(DType::F32));
+  }
+  // The stage holding the tile: the consumer it is computed at, or itself (accumulator_at).
+  const std::string host = ws->compute.kind == Placement::Kind::At ? ws->compute.stage : w.name;
+  const StageSchedule* hs = s.find(host);
+  REQUIRE(hs);
+  const Stage& hst = p.stage(host);
+  const auto tile = hs->loops.tile.find(hst.vars.back());
+  if (tile != hs->loops.tile.end()) CHECK(tile->second.back() <= t.vector_lanes(DType::F32));
+  CHECK(!hs->loops.parallel.empty());
+}
+
+}  // namespace
+
+TEST_CASE(
+    "default schedules of depthwise, grouped, strided, dilated NCHW convolutions match float64",
+    "[default][window]") {
+  const std::vector<ConvCase> cases = {
+      {1, 5, 13, 17, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 5, true, true},  // depthwise 3x3, bias + ReLU
+      {1, 7, 23, 19, 7, 3, 3, {2, 2}, {1, 1}, {1, 1}, 7, false, false},  // depthwise, stride 2
+      {1, 3, 31, 37, 3, 3, 3, {1, 1}, {2, 2}, {2, 2}, 3, true, false},   // depthwise, dilation 2
+      {2, 2, 11, 29, 4, 5, 5, {1, 1}, {2, 2}, {1, 1}, 2, true, false},  // channel multiplier 2, 5x5
+      {1, 8, 9, 40, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, true, true},    // groups of 4 channels
+      {1, 6, 15, 20, 9, 3, 2, {2, 1}, {1, 0}, {1, 2}, 3, true, false},  // mixed stride / dilation,
+                                                                        // 3 per group
+      {1, 3, 1, 7, 3, 3, 3, {1, 1}, {1, 1}, {1, 1}, 3, false, false},   // one row, narrower than a
+                                                                        // vector
+      {1, 4, 1, 1, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 4, true, false},    // 1x1 image, 1x1 kernel
+      {1, 11, 7, 7, 11, 3, 3, {1, 1}, {1, 1}, {1, 1}, 11, true, true},  // 7x7 map (MobileNet's
+                                                                        // last)
+      {1, 4, 1, 101, 4, 1, 10, {1, 5}, {0, 0}, {1, 1}, 4, true, false, true},  // conv1d depthwise,
+                                                                               // kernel 10 stride 5
+      {1, 1, 1, 97, 12, 1, 10, {1, 5}, {0, 0}, {1, 1}, 1, true, true, true},   // conv1d, one input
+                                                                               // channel (wav2vec)
+      {1, 6, 1, 53, 6, 1, 3, {1, 2}, {0, 1}, {1, 1}, 2, false, false, true},   // conv1d grouped,
+                                                                               // padded, stride 2
+      {3, 5, 12, 18, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 5, true, true, false, true},  // symbolic
+                                                                                    // batch (run at
+                                                                                    // 3)
+      {2,
+       8,
+       10,
+       21,
+       8,
+       3,
+       3,
+       {2, 2},
+       {1, 1},
+       {1, 1},
+       2,
+       false,
+       false,
+       false,
+       true},  // symbolic batch, grouped, stride 2
+      {1, 8, 12, 20, 12, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true},  // dense, input outweighs
+                                                                        // weights: pixels outer
+      {1, 16, 5, 7, 24, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, true, false},  // dense, weights outweigh
+                                                                        // input: channels outer
+      {1, 12, 13, 11, 14, 3, 3, {1, 1}, {2, 2}, {2, 2}, 2, false, false},  // 7 channels per group
+                                                                           // (no divisor <= 4),
+                                                                           // dilated
+      {2, 6, 9, 18, 10, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, true, true, false, true},  // dense,
+                                                                                    // symbolic
+                                                                                    // batch
+  };
+  const auto ts = targets();
+  std::mt19937 rng(41);
+  for (const ConvCase& k : cases) {
+    INFO("conv " << k.c << "x" << k.h << "x" << k.w << " -> " << k.o << " kernel " << k.kh << "x"
+                 << k.kw << " stride " << k.stride[0] << "," << k.stride[1] << " groups "
+                 << k.groups << (k.one_d ? " (1-D)" : "")
+                 << (k.symbolic_batch ? " symbolic batch" : ""));
+    const auto [p, in, want] = build_conv(k, rng);
+    const Stage& w = window_of(p);
+    const bool window = k.o / k.groups < 6 || !k.one_d;
+    for (const Target& t : ts) {
+      INFO("target " << t.describe());
+      const Schedule s = default_schedule(p, t);
+      validate(p, s, &t);
+      if (window) check_window_structure(p, s, w, t);
+    }
+    Target t = parse_target("host");
+    t.cores = 2;
+    // f32 sums of at most 16 * 3 * 3 = 144 products of values in [-1, 1]
+    // (rounding error ~ sqrt(144) * 2^-24 * 5 = 4e-6).
+    CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5, 3e-5) <=
+          1.0);
+  }
+}
+
+TEST_CASE("default schedules of max and average pooling match float64", "[default][window]") {
+  const std::vector<PoolCase> cases = {
+      {true, 1, 5, 23, 29, 3, 3, 2, 2, 1, 1},               // ResNet's stem pool at odd size
+      {true, 1, 3, 16, 17, 2, 2, 2, 2, 0, 0},               // 2x2 stride 2, no padding
+      {false, 2, 3, 17, 16, 3, 3, 2, 2, 1, 1},              // average over in-image positions
+      {false, 1, 4, 13, 19, 3, 3, 1, 1, 1, 1, true},        // count_include_pad, stride 1
+      {true, 1, 7, 1, 5, 1, 3, 1, 2, 0, 1},                 // one row, narrower than a vector
+      {true, 1, 2, 3, 3, 3, 3, 1, 1, 0, 0},                 // window covers the image: 1x1 output
+      {false, 3, 6, 9, 31, 3, 3, 2, 2, 1, 1, false, true},  // symbolic batch (run at 3)
+      {true, 2, 5, 11, 40, 3, 3, 2, 2, 1, 1, false, true},  // symbolic batch
+  };
+  const auto ts = targets();
+  std::mt19937 rng(43);
+  for (const PoolCase& k : cases) {
+    INFO((k.max ? "max" : "avg") << " pool " << k.c << "x" << k.h << "x" << k.w << " kernel "
+                                 << k.kh << "x" << k.kw << " stride " << k.sh << "x" << k.sw
+                                 << (k.symbolic_batch ? " symbolic batch" : ""));
+    const auto [p, in, want] = build_pool(k, rng);
+    const Stage& w = window_of(p);
+    for (const Target& t : ts) {
+      INFO("target " << t.describe());
+      const Schedule s = default_schedule(p, t);
+      validate(p, s, &t);
+      check_window_structure(p, s, w, t);
+    }
+    Target t = parse_target("host");
+    t.cores = 2;
+    CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-6, 1e-6) <=
+          1.0);
+  }
+}
+
+TEST_CASE("dense 1-D NCHW convolutions keep the default contraction tile", "[default][window]") {
+  // Groups of 6 or more output channels share each input load across the
+  // contraction tile's rows; the window rule takes them only in 2-D.
+  Program p("dense");
+  const Tensor x = p.input("X", {1, 8, 40}), w = p.input("W", {12, 8, 3});
+  p.output(ops::conv1d(x, w, Tensor(), {}, "Y"));
+  const Schedule s = default_schedule(p, parse_target("host"));
+  const StageSchedule* ys = s.find("Y");
+  REQUIRE(ys);
+  CHECK(!ys->accumulator_at.empty());
+  REQUIRE(ys->update);
+  // The contraction micro-kernel's rows are output channels, unrolled inside the reduction, its
+  // taps a loop.
+  CHECK(ys->update->unroll.count("o"));
+  CHECK(!ys->update->unroll.count("kx"));
+}
