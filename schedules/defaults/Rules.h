@@ -7,6 +7,10 @@
 //   ChannelsLastConv.cpp channels-last convolutions: pixels x output-channel
 //                        tiles, padded input, weights-outer for deep layers
 //   RowWise.cpp          row-wise normalizations, row statistics rfactored
+//   Reduction.cpp        the other reductions and skinny contractions, by the
+//                        axis they stream along: vectorized along a kept dim,
+//                        or vector lanes of partials along a reduced one;
+//                        parallel over kept dims or split across cores
 //   DotPairs.cpp         bf16 sums over operands laid out in pairs: dot_pairs
 // Internal to schedules/defaults/; the measurements behind each choice are at
 // its definition.
@@ -55,6 +59,9 @@ LoopSchedule padded_input(const Stage& pad, const Target& t);
 // RowWise.cpp
 std::optional<RFactor> row_rfactor(const Stage& st, const Target& t);
 void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s);
+
+// Reduction.cpp: a reduction stage left at the plain root schedule.
+void reduction(const Program& p, const Stage& st, const Target& t, Schedule& s);
 
 // DotPairs.cpp
 void dot_pairs(const Program& p, const Target& t, Schedule& s);
