@@ -199,6 +199,7 @@ struct RFactorDirective : Directive {
     Halide::Func red = c.reducer();
     const Halide::RVar r(rf.rvar), ro(outer_loop(rf.rvar)), ri(inner_loop(rf.rvar));
     const Halide::Var lane(rfactor_lane(rf.rvar));
+    const Halide::Expr extent = rvar_extent(red, rf.rvar);
     Halide::Stage up = red.update(0);
     up.split(r, ro, ri, rf.factor, Halide::TailStrategy::GuardWithIf);
     Halide::Func intm = up.rfactor(ri, lane);
@@ -217,8 +218,30 @@ struct RFactorDirective : Directive {
     // shuffles and vector ops (log2(factor) steps) instead of `factor`
     // dependent scalar ops, which dominated short rows (layer_norm: two
     // such combines per 768-wide row).
-    red.update(0).atomic().vectorize(ri);
     if (!pure.empty()) apply_loops(st, red.update(0), pure, true, false);
+    combine_lanes(red, extent, rf.factor, ri);
+  }
+
+  // The extent of reduction variable `rvar` of the Func's update, read
+  // before any split.
+  static Halide::Expr rvar_extent(Halide::Func red, const std::string& rvar) {
+    for (const Halide::Internal::ReductionVariable& v : red.function().update(0).schedule().rvars())
+      if (v.var == rvar) return v.extent;
+    return Halide::Expr();
+  }
+
+  // The combine of `lanes` partials (the update's RVar `r`) as one atomic
+  // vector reduce. Over a symbolic extent Halide bounds the lanes by
+  // min(extent, lanes), not a constant, and the combine stayed a scalar loop
+  // of atomic (compare-and-swap) adds, 3x the time of the rest of a
+  // symbolic [4096, 4096] row sum: the extents of at least `lanes` get the
+  // vector reduce, shorter ones a plain scalar loop.
+  static void combine_lanes(Halide::Func red, const Halide::Expr& extent, int lanes,
+                            const Halide::RVar& r) {
+    if (extent.defined() && !Halide::Internal::is_const(extent))
+      red.update(0).specialize(extent >= lanes).atomic().vectorize(r);
+    else
+      red.update(0).atomic().vectorize(r);
   }
 
   // Across cores: chunks of `factor` steps of rvar (the last one guarded)
@@ -231,6 +254,7 @@ struct RFactorDirective : Directive {
     const Stage& st = c.stage();
     const RFactor& rf = *c.schedule().rfactor;
     Halide::Func red = c.reducer();
+    const Halide::Expr extent = rvar_extent(red, rf.rvar);
     const Halide::RVar r(rf.rvar), ro(outer_loop(rf.rvar)), ri(inner_loop(rf.rvar));
     const Halide::RVar rio(outer_loop(inner_loop(rf.rvar))), rii(inner_loop(inner_loop(rf.rvar)));
     const Halide::Var part(rfactor_part(rf.rvar)), lane(rfactor_lane(rf.rvar));
@@ -272,7 +296,9 @@ struct RFactorDirective : Directive {
         iu.vectorize(Halide::Var(inner_var), w, Halide::TailStrategy::GuardWithIf);
     }
     iu.parallel(part);
-    if (rf.vector_lanes) red.update(0).atomic().vectorize(rii);
+    // Whole chunks hold whole vectors of lanes: the combine's lanes are
+    // constant where the extent is at least a chunk.
+    if (rf.vector_lanes) combine_lanes(red, extent, rf.factor, rii);
   }
 
   // The stage's pure loops, the intermediate per point (partial reductions
