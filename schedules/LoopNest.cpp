@@ -17,6 +17,7 @@ std::string lane_loop(const std::string& dim) { return dim + "_v"; }
 std::string lanes_rest(const std::string& dim) { return dim + "_x"; }
 std::string pair_loop(const std::string& rvar) { return rvar + "_2"; }
 std::string rfactor_lane(const std::string& rvar) { return rvar + "_lane"; }
+std::string rfactor_part(const std::string& rvar) { return rvar + "_part"; }
 
 std::vector<std::string> split_names(const std::string& dim, size_t levels) {
   if (levels == 0) return {dim};

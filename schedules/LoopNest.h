@@ -45,6 +45,8 @@ std::string lanes_rest(const std::string& dim);  // dim_x
 std::string pair_loop(const std::string& rvar);  // rvar_2
 // rfactor: the pure lane dim of the intermediate.
 std::string rfactor_lane(const std::string& rvar);  // rvar_lane
+// rfactor across cores: the parallel dim of chunks of the intermediate.
+std::string rfactor_part(const std::string& rvar);  // rvar_part
 
 // Is `l` a tile's inner or middle loop (a loop of constant extent within a tile)?
 bool is_tile_point(const Loop& l);

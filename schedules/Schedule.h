@@ -92,9 +92,21 @@ struct CacheRead {
 // runs as a 16-lane vector max over the row plus one horizontal reduce, where
 // the plain update is a serial chain (a reduction loop is never vectorized).
 // Only for associative reductions (sum, prod, min, max).
+// A factor that does not divide the extent (or a symbolic extent) guards the
+// last step; it must then be a multiple of the target's vector lanes.
 struct RFactor {
   std::string rvar;  // a reduction variable of the stage
-  int factor = 0;    // lanes of the intermediate; divides the rvar's extent
+  int factor = 0;    // lanes of the intermediate (steps of a chunk, when parallel)
+  // Split across cores instead, for a long reduction with little else to run
+  // in parallel (a column sum of a narrow matrix, a row sum of one long row):
+  // rvar runs in chunks of `factor` consecutive steps, the chunks in parallel,
+  // each into its own partial result (the intermediate's dim rvar_part); the
+  // stage then combines the chunks. With vector_lanes > 0 each chunk keeps
+  // that many vector lanes of partials along rvar (the reduction streams
+  // along rvar); with 0 its update is vectorized along the stage's innermost
+  // dim (the reduction streams along that dim).
+  bool parallel = false;
+  int vector_lanes = 0;
   bool operator==(const RFactor&) const = default;
 };
 

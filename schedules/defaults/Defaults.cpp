@@ -202,6 +202,10 @@ Schedule default_schedule(const Program& p, const Target& t) {
     if (st.kind == OpKind::Normalization && !st.reduce && s.find(st.name) &&
         s.find(st.name)->compute.kind == Placement::Kind::Root)
       rowwise(p, st, t, s);
+  // Reductions that no rule above claimed (Reduction.cpp).
+  for (const Stage& st : p.stages())
+    if (st.reduce && s.find(st.name) && *s.find(st.name) == StageSchedule{} && !hosts_placements(s, st.name))
+      reduction(p, st, t, s);
   apply_type_rules(p, t, s);
   return s;
 }

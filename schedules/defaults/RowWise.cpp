@@ -25,11 +25,15 @@ std::optional<RFactor> row_rfactor(const Stage& st, const Target& t) {
   const RVar& r = st.rvars.back();
   const int64_t e = static_extent(r.extent);
   const int lanes = t.vector_lanes(st.dtype);
-  if (e < 0 || lanes < 2 || t.has_device()) return std::nullopt;  // GPU stages map update loops instead
+  if (lanes < 2 || t.has_device()) return std::nullopt;  // GPU stages map update loops instead
+  // Extents without a divisor of whole vectors (a 50257-word vocabulary) and
+  // symbolic ones guard the last step; a symbolic row takes 8 vectors, the
+  // best above for rows long enough to matter (a shorter row runs its one
+  // guarded step).
   const auto valid = directives::rfactor_candidates(st, &t, st.dtype);
   for (const int64_t f : {8 * lanes, 4 * lanes, 2 * lanes, lanes}) {
     const RFactor rf{r.name, static_cast<int>(f)};
-    if (std::find(valid.begin(), valid.end(), rf) != valid.end() && e >= 6 * f) return rf;
+    if (std::find(valid.begin(), valid.end(), rf) != valid.end() && (e < 0 || e >= 6 * f)) return rf;
   }
   return std::nullopt;
 }
@@ -40,11 +44,18 @@ std::optional<RFactor> row_rfactor(const Stage& st, const Target& t) {
 // row is read from memory once and each exp is evaluated once.
 void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
   const size_t r = y.vars.size();
-  if (r < 2 || y.shape.back().is_symbolic()) return;
+  if (r < 2) return;
   // The row loop; within its per-core block when parallel_vectorized tiled it.
   std::string row = y.vars[r - 2];
   if (const StageSchedule* ys = s.find(y.name); ys && ys->loops.tile.count(row)) row = inner_loop(row);
   const int lanes = t.vector_lanes(y.dtype);
+  // A symbolic row is vectorized too, its tail guarded: scalar, a softmax
+  // over a symbolic vocabulary row ran 5x its static kernel.
+  if (StageSchedule* ys = s.stages.count(y.name) ? &s[y.name] : nullptr;
+      ys && ys->loops.vectorize.empty() && y.shape.back().is_symbolic() && lanes > 1) {
+    ys->loops.vectorize = y.vars.back();
+    ys->loops.vector_width = lanes;
+  }
   // Producers, consumers first, so that each sees where its readers run.
   std::vector<const Stage*> ups;
   for (const Stage& st : p.stages()) ups.insert(ups.begin(), &st);
@@ -67,7 +78,7 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
     ss = StageSchedule{};
     ss.compute = {Placement::Kind::At, y.name, row};
     if (stat) ss.rfactor = row_rfactor(*st, t);
-    if (row_values && lanes > 1 && static_extent(st->shape.back()) >= lanes) {
+    if (row_values && lanes > 1 && (st->shape.back().is_symbolic() || static_extent(st->shape.back()) >= lanes)) {
       ss.loops.vectorize = st->vars.back();
       ss.loops.vector_width = lanes;
     }

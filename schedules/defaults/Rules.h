@@ -7,6 +7,10 @@
 //   ChannelsLastConv.cpp channels-last convolutions: pixels x output-channel
 //                        tiles, padded input, weights-outer for deep layers
 //   RowWise.cpp          row-wise normalizations, row statistics rfactored
+//   Reduction.cpp        the other reductions and skinny contractions, by the
+//                        axis they stream along: vectorized along a kept dim,
+//                        or vector lanes of partials along a reduced one;
+//                        parallel over kept dims or split across cores
 //   DotPairs.cpp         bf16 sums over operands laid out in pairs: dot_pairs
 //   DataMovement.cpp     transposes: lanes x lanes blocks
 //   Window.cpp           window stages over channels-first tensors: depthwise
@@ -64,11 +68,14 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s);
 // stage's own innermost dim (a transpose); none otherwise.
 std::optional<std::string> transposed_dim(const Stage& st);
 void blocked_transpose(const Stage& st, const Target& t, Schedule& s);
+
 // Window.cpp
 bool window_conv(const Program& p, const Stage& st, const Target& t);
 bool window_pool(const Stage& st);
 bool window_stage(const Program& p, const Stage& st, const Target& t);
 void window(const Program& p, const Stage& w, const Target& t, Schedule& s);
+// Reduction.cpp: a reduction stage left at the plain root schedule.
+void reduction(const Program& p, const Stage& st, const Target& t, Schedule& s);
 
 // DotPairs.cpp
 void dot_pairs(const Program& p, const Target& t, Schedule& s);

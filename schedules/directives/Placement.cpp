@@ -57,11 +57,17 @@ const LoopSchedule& last_definition_loops(const Stage& c, const StageSchedule* c
 std::vector<Loop> placement_loops(const Stage& c, const StageSchedule* cs) {
   const LoopSchedule none;
   if (c.reduce) {
-    auto loops = loop_nest(c, cs && cs->update ? *cs->update : none, true);
     // With rfactor the update reduces the intermediate's lanes: its reduction
-    // loops are not those of the schedule, only its pure loops remain.
-    if (cs && cs->rfactor) std::erase_if(loops, [](const Loop& l) { return l.reduction; });
-    return loops;
+    // loops are not those of the schedule, only its pure loops remain, tiled
+    // as the pure definition's are (RFactor.cpp).
+    if (cs && cs->rfactor) {
+      LoopSchedule pure;
+      if (!cs->rfactor->parallel) pure.tile = cs->loops.tile;
+      auto loops = loop_nest(c, pure, true);
+      std::erase_if(loops, [](const Loop& l) { return l.reduction; });
+      return loops;
+    }
+    return loop_nest(c, cs && cs->update ? *cs->update : none, true);
   }
   return loop_nest(c, cs ? cs->loops : none, false);
 }

@@ -5,10 +5,20 @@
 #include "dsl/Error.h"
 #include "schedules/LoopNest.h"
 #include "schedules/directives/Json.h"
+#include "schedules/directives/Loops.h"
 
 namespace pto::directives {
 
 constexpr int kMaxRFactor = 256;
+
+namespace {
+
+// The lanes of `accumulate` on `target` (0 without a target).
+int lanes_of(const Target* target, DType accumulate) {
+  return target ? target->vector_lanes(accumulate == DType::Bool ? DType::U8 : accumulate) : 0;
+}
+
+}  // namespace
 
 std::string rfactor_problem(const Stage& st, const RFactor& rf, const Target* target,
                             DType accumulate) {
@@ -27,35 +37,70 @@ std::string rfactor_problem(const Stage& st, const RFactor& rf, const Target* ta
   if (!r)
     return where + " names unknown reduction variable '" + rf.rvar +
            "'; its reduction variables: " + join(rvars);
-  if (r->extent.is_symbolic())
-    return where + " of '" + rf.rvar + "', whose extent '" + r->extent.sym +
-           "' is symbolic; rfactor needs a static extent that the factor divides";
-  const int64_t n = r->extent.value;
-  if (rf.factor < 2 || rf.factor > n || n % rf.factor != 0 || rf.factor > kMaxRFactor) {
+  const int lanes = lanes_of(target, accumulate);
+  const auto fits = [&](int64_t f) { return lanes <= 1 || f % lanes == 0 || lanes % f == 0; };
+  const std::string lanes_text =
+      target ? std::to_string(lanes) + " lanes of " + std::string(to_string(accumulate)) : "";
+  if (rf.parallel) {
+    // Chunks of any length, the last one guarded; at least two of them.
+    if (rf.factor < 2 || (!r->extent.is_symbolic() && rf.factor >= r->extent.value))
+      return where + " across cores: chunk " + std::to_string(rf.factor) + " of '" + rf.rvar +
+             "' (extent " + r->extent.str() +
+             ") must be at least 2 and less than the extent, so that there are two chunks";
+    if (rf.vector_lanes != 0 && (rf.vector_lanes < 2 || rf.vector_lanes > kMaxRFactor ||
+                                 rf.vector_lanes > rf.factor || !fits(rf.vector_lanes)))
+      return where + " across cores: vector_lanes " + std::to_string(rf.vector_lanes) +
+             " must be 0 (vectorize the stage's innermost dim) or 2 to 256, at most the chunk " +
+             std::to_string(rf.factor) +
+             (target ? " and a divisor or multiple of target " + target->name + "'s " + lanes_text
+                     : std::string());
+    return "";
+  }
+  if (rf.vector_lanes != 0)
+    return where + ": vector_lanes " + std::to_string(rf.vector_lanes) +
+           " applies to an rfactor across cores (\"parallel\": true) only; the factor is the lanes";
+  if (rf.factor < 2 || rf.factor > kMaxRFactor ||
+      (!r->extent.is_symbolic() && rf.factor > r->extent.value)) {
+    const std::string n = r->extent.str();
+    return where + " factor " + std::to_string(rf.factor) + " for '" + rf.rvar + "' (extent " + n +
+           ") must be at least 2, at most 256 and at most the extent";
+  }
+  // A factor that leaves a remainder guards the last step: only whole vectors
+  // of lanes keep the steady state a plain vector loop.
+  const bool tail = r->extent.is_symbolic() || r->extent.value % rf.factor != 0;
+  if (tail && (!target || lanes <= 1 || rf.factor % lanes != 0)) {
+    if (r->extent.is_symbolic())
+      return where + " of '" + rf.rvar + "', whose extent '" + r->extent.sym +
+             "' is symbolic: factor " + std::to_string(rf.factor) +
+             " must be a multiple of the target's vector lanes" +
+             (target ? " (" + lanes_text + ")" : std::string(" (validate with a target)")) +
+             ", the last step guarded";
+    const int64_t n = r->extent.value;
     std::string divs;
     for (int64_t d = 2; d <= std::min<int64_t>(n, kMaxRFactor); ++d)
       if (n % d == 0 && (d & (d - 1)) == 0) divs += (divs.empty() ? "" : ", ") + std::to_string(d);
     return where + " factor " + std::to_string(rf.factor) + " for '" + rf.rvar + "' (extent " +
            std::to_string(n) + ") must be at least 2, at most 256 and divide the extent; e.g. " +
-           (divs.empty() ? std::string("none: the extent has no such divisor") : divs);
+           (divs.empty() ? std::string("none: the extent has no such divisor") : divs) +
+           "; or be a multiple of the target's vector lanes" +
+           (target ? " (" + lanes_text + ")" : std::string()) + ", the last step guarded";
   }
-  if (target) {
-    const int lanes = target->vector_lanes(accumulate == DType::Bool ? DType::U8 : accumulate);
-    if (lanes > 1 && rf.factor % lanes != 0 && lanes % rf.factor != 0)
-      return where + " factor " + std::to_string(rf.factor) + " does not fit target " +
-             target->name + " (" + std::to_string(lanes) + " lanes of " +
-             std::string(to_string(accumulate)) + "); use a divisor or multiple of " +
-             std::to_string(lanes);
-  }
+  if (!fits(rf.factor))
+    return where + " factor " + std::to_string(rf.factor) + " does not fit target " + target->name +
+           " (" + lanes_text + "); use a divisor or multiple of " + std::to_string(lanes);
   return "";
 }
 
+// Every factor rfactor_problem() accepts (divisors of a static extent, and
+// whole vectors of lanes with a guarded last step); parallel chunks are not
+// enumerated (their lengths are a continuum, chosen by the defaults).
 std::vector<RFactor> rfactor_candidates(const Stage& st, const Target* target, DType accumulate) {
   std::vector<RFactor> r;
   if (!st.reduce || st.is_arg_reduction()) return r;
   for (const RVar& v : st.rvars) {
-    if (v.extent.is_symbolic()) continue;
-    for (int64_t f = 2; f <= std::min<int64_t>(v.extent.value, kMaxRFactor); ++f) {
+    const int64_t top =
+        v.extent.is_symbolic() ? kMaxRFactor : std::min<int64_t>(v.extent.value, kMaxRFactor);
+    for (int64_t f = 2; f <= top; ++f) {
       const RFactor rf{v.name, static_cast<int>(f)};
       if (rfactor_problem(st, rf, target, accumulate).empty()) r.push_back(rf);
     }
@@ -70,14 +115,25 @@ struct RFactorDirective : Directive {
 
   void parse_value(const nlohmann::json& v, StageSchedule& ss,
                    const std::string& path) const override {
-    json::check_keys(v, path, {"rvar", "factor"});
+    json::check_keys(v, path, {"rvar", "factor", "parallel", "vector_lanes"});
     if (!v.contains("rvar") || !v.contains("factor"))
       json::fail(path, "needs \"rvar\" and \"factor\"");
-    ss.rfactor = RFactor{json::get_string(v["rvar"], path + ".rvar"),
-                         static_cast<int>(json::get_int(v["factor"], path + ".factor", 2, 1024))};
+    RFactor rf{json::get_string(v["rvar"], path + ".rvar"),
+               static_cast<int>(json::get_int(v["factor"], path + ".factor", 2, 1 << 30))};
+    if (v.contains("parallel")) {
+      if (!v["parallel"].is_boolean()) json::fail(path + ".parallel", "must be true or false");
+      rf.parallel = v["parallel"].get<bool>();
+    }
+    if (v.contains("vector_lanes"))
+      rf.vector_lanes =
+          static_cast<int>(json::get_int(v["vector_lanes"], path + ".vector_lanes", 0, 1024));
+    ss.rfactor = rf;
   }
   void print(const StageSchedule& ss, nlohmann::json& js) const override {
-    if (ss.rfactor) js["rfactor"] = {{"rvar", ss.rfactor->rvar}, {"factor", ss.rfactor->factor}};
+    if (!ss.rfactor) return;
+    js["rfactor"] = {{"rvar", ss.rfactor->rvar}, {"factor", ss.rfactor->factor}};
+    if (ss.rfactor->parallel) js["rfactor"]["parallel"] = true;
+    if (ss.rfactor->vector_lanes) js["rfactor"]["vector_lanes"] = ss.rfactor->vector_lanes;
   }
 
   // Halide's rfactor on the stage: the rule above, and none of the directives it replaces.
@@ -105,27 +161,53 @@ struct RFactorDirective : Directive {
 
   bool schedules_reduction() const override { return true; }
 
+  // The update's pure loops are split and run in parallel as the pure
+  // definition's are (a row sum parallel over blocks of rows): the tiles and
+  // parallel loops of `ss.loops`, without its order and vectorize (the
+  // update's innermost loop is the combine of the lanes).
+  static LoopSchedule update_pure_loops(const LoopSchedule& pure) {
+    LoopSchedule ls;
+    ls.tile = pure.tile;
+    ls.parallel = pure.parallel;
+    return ls;
+  }
+  // The innermost pure loop of the update under those tiles: where the
+  // intermediate is computed per point.
+  static std::string innermost_pure(const Stage& st, const LoopSchedule& ls) {
+    const std::string& v = st.vars.back();
+    const auto t = ls.tile.find(v);
+    return t == ls.tile.end() ? v : split_names(v, t->second.size()).back();
+  }
+  static std::string chunks(const RVar& r, int factor) {
+    if (!r.extent.is_symbolic()) return std::to_string((r.extent.value + factor - 1) / factor);
+    return "ceil(" + r.extent.sym + " / " + std::to_string(factor) + ")";
+  }
+
   // Split the reduction variable and turn its inner part into the pure lane
   // dim of an intermediate Func, computed per point of the reduction (inside
   // the update's innermost pure loop) with the lanes innermost and
   // vectorized; the update then reduces the lanes. The check guarantees an
-  // associative op, a divisible static extent and no update directives, so
-  // the split needs no tail.
+  // associative op, no update directives, and whole vectors of lanes where
+  // the split leaves a remainder: its last step is guarded (Halide peels it
+  // off the steady state, which stays an unguarded vector loop).
   void apply(ApplyContext& c) const override {
     const StageSchedule& ss = c.schedule();
     const Stage& st = c.stage();
     if (!ss.rfactor || !st.reduce) return;
     const RFactor& rf = *ss.rfactor;
+    if (rf.parallel) return apply_parallel(c);
     Halide::Func red = c.reducer();
     const Halide::RVar r(rf.rvar), ro(outer_loop(rf.rvar)), ri(inner_loop(rf.rvar));
     const Halide::Var lane(rfactor_lane(rf.rvar));
+    const Halide::Expr extent = rvar_extent(red, rf.rvar);
     Halide::Stage up = red.update(0);
-    up.split(r, ro, ri, rf.factor);
+    up.split(r, ro, ri, rf.factor, Halide::TailStrategy::GuardWithIf);
     Halide::Func intm = up.rfactor(ri, lane);
+    const LoopSchedule pure = update_pure_loops(ss.loops);
     if (st.vars.empty())
       intm.compute_at(red, Halide::Var::outermost());
     else
-      intm.compute_at(red, Halide::Var(st.vars.back()));
+      intm.compute_at(red, Halide::Var(innermost_pure(st, pure)));
     intm.vectorize(lane);
     std::vector<Halide::VarOrRVar> order{Halide::VarOrRVar(lane), Halide::VarOrRVar(ro)};
     for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it)
@@ -136,7 +218,87 @@ struct RFactorDirective : Directive {
     // shuffles and vector ops (log2(factor) steps) instead of `factor`
     // dependent scalar ops, which dominated short rows (layer_norm: two
     // such combines per 768-wide row).
-    red.update(0).atomic().vectorize(ri);
+    if (!pure.empty()) apply_loops(st, red.update(0), pure, true, false);
+    combine_lanes(red, extent, rf.factor, ri);
+  }
+
+  // The extent of reduction variable `rvar` of the Func's update, read
+  // before any split.
+  static Halide::Expr rvar_extent(Halide::Func red, const std::string& rvar) {
+    for (const Halide::Internal::ReductionVariable& v : red.function().update(0).schedule().rvars())
+      if (v.var == rvar) return v.extent;
+    return Halide::Expr();
+  }
+
+  // The combine of `lanes` partials (the update's RVar `r`) as one atomic
+  // vector reduce. Over a symbolic extent Halide bounds the lanes by
+  // min(extent, lanes), not a constant, and the combine stayed a scalar loop
+  // of atomic (compare-and-swap) adds, 3x the time of the rest of a
+  // symbolic [4096, 4096] row sum: the extents of at least `lanes` get the
+  // vector reduce, shorter ones a plain scalar loop.
+  static void combine_lanes(Halide::Func red, const Halide::Expr& extent, int lanes,
+                            const Halide::RVar& r) {
+    if (extent.defined() && !Halide::Internal::is_const(extent))
+      red.update(0).specialize(extent >= lanes).atomic().vectorize(r);
+    else
+      red.update(0).atomic().vectorize(r);
+  }
+
+  // Across cores: chunks of `factor` steps of rvar (the last one guarded)
+  // become the intermediate's parallel dim rvar_part, computed once per
+  // realization of the stage. Within a chunk the reduction streams along the
+  // contiguous axis: with vector_lanes, rvar's inner steps are lanes of
+  // partials (innermost, vectorized); without, the stage's innermost dim is
+  // innermost and vectorized. The stage then combines the chunks (and lanes).
+  void apply_parallel(ApplyContext& c) const {
+    const Stage& st = c.stage();
+    const RFactor& rf = *c.schedule().rfactor;
+    Halide::Func red = c.reducer();
+    const Halide::Expr extent = rvar_extent(red, rf.rvar);
+    const Halide::RVar r(rf.rvar), ro(outer_loop(rf.rvar)), ri(inner_loop(rf.rvar));
+    const Halide::RVar rio(outer_loop(inner_loop(rf.rvar))), rii(inner_loop(inner_loop(rf.rvar)));
+    const Halide::Var part(rfactor_part(rf.rvar)), lane(rfactor_lane(rf.rvar));
+    Halide::Stage up = red.update(0);
+    up.split(r, ro, ri, rf.factor, Halide::TailStrategy::GuardWithIf);
+    Halide::Func intm;
+    if (rf.vector_lanes) {
+      up.split(ri, rio, rii, rf.vector_lanes, Halide::TailStrategy::GuardWithIf);
+      intm = up.rfactor({{ro, part}, {rii, lane}});
+    } else {
+      intm = up.rfactor(ro, part);
+    }
+    intm.compute_at(red, Halide::Var::outermost());
+    std::vector<Halide::VarOrRVar> order;  // innermost first
+    std::string inner_var;
+    if (rf.vector_lanes) {
+      order = {Halide::VarOrRVar(lane), Halide::VarOrRVar(rio)};
+    } else {
+      if (!st.vars.empty()) {
+        inner_var = st.vars.back();
+        order.emplace_back(Halide::Var(inner_var));
+      }
+      order.emplace_back(ri);
+    }
+    for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it)
+      if (it->name != rf.rvar) order.emplace_back(Halide::RVar(it->name));
+    for (auto it = st.vars.rbegin(); it != st.vars.rend(); ++it)
+      if (*it != inner_var) order.emplace_back(Halide::Var(*it));
+    order.emplace_back(part);
+    Halide::Stage iu = intm.update(0);
+    iu.reorder(order);
+    if (rf.vector_lanes) {
+      intm.vectorize(lane);
+      iu.vectorize(lane);
+    } else if (!inner_var.empty()) {
+      const int w = c.target().vector_bits / intm.type().bits();
+      const Dim& e = st.shape.back();
+      if (w > 1 && (e.is_symbolic() || e.value >= w))
+        iu.vectorize(Halide::Var(inner_var), w, Halide::TailStrategy::GuardWithIf);
+    }
+    iu.parallel(part);
+    // Whole chunks hold whole vectors of lanes: the combine's lanes are
+    // constant where the extent is at least a chunk.
+    if (rf.vector_lanes) combine_lanes(red, extent, rf.factor, rii);
   }
 
   // The stage's pure loops, the intermediate per point (partial reductions
@@ -149,25 +311,59 @@ struct RFactorDirective : Directive {
     const RFactor& rf = *ss.rfactor;
     e.nest(st, ss.loops, false, depth, u.lhs + " = " + u.init);
     const std::string op(to_string(*st.reduce));
-    const std::string lane = rfactor_lane(rf.rvar), f = std::to_string(rf.factor);
+    const std::string lane = rfactor_lane(rf.rvar), part = rfactor_part(rf.rvar),
+                      f = std::to_string(rf.factor);
     const std::string& lhs = u.lhs;
     std::string args = lhs.substr(st.name.size() + 1, lhs.size() - st.name.size() - 2);
-    const std::string rf_ref = st.name + "__rf(" + args + (args.empty() ? "" : ", ") + lane + ")";
-    int64_t n = 0;
+    const std::string sep = args.empty() ? "" : ", ";
+    const RVar* rv = nullptr;
     std::string others;
     for (const RVar& r : st.rvars)
       if (r.name == rf.rvar)
-        n = r.extent.value;
+        rv = &r;
       else
         others += ", " + r.name;
+    if (rf.parallel) {
+      const std::string lanes = std::to_string(rf.vector_lanes);
+      const std::string rf_ref = st.name + "__rf(" + args + sep + part +
+                                 (rf.vector_lanes ? ", " + lane : std::string()) + ")";
+      e.line(depth, "intermediate " + st.name + "__rf: rfactor of " + rf.rvar +
+                        " across cores in chunks of " + f + " (" + rf.rvar + " = " + part + " * " +
+                        f + " + " + inner_loop(rf.rvar) + ", the last chunk guarded)" +
+                        (rf.vector_lanes ? ", " + lanes + " lanes each" : std::string()));
+      e.line(depth + 1, "parallel for " + part + " in [0, " + chunks(*rv, rf.factor) + "):");
+      e.line(depth + 2, rf_ref + " = " + u.init);
+      const std::string inner =
+          rf.vector_lanes
+              ? "for " + outer_loop(inner_loop(rf.rvar)) + " in [0, " + f + " / " + lanes + ")" +
+                    others + ": vectorized x" + lanes + " for " + lane
+              : "for " + inner_loop(rf.rvar) + " in [0, " + f + ")" + others +
+                    (st.vars.empty() ? std::string() : ", then vectorized along " + st.vars.back());
+      e.line(depth + 2,
+             inner + ": " + rf_ref + " = " + op + "(" + rf_ref + ", " + to_string(st.value) + ")");
+      Stage comb = st;
+      comb.rvars = {RVar{part, rv->extent.is_symbolic()
+                                   ? Dim::symbol(chunks(*rv, rf.factor))
+                                   : Dim((rv->extent.value + rf.factor - 1) / rf.factor)}};
+      if (rf.vector_lanes) comb.rvars.push_back(RVar{lane, Dim(rf.vector_lanes)});
+      LoopSchedule combine;
+      if (rf.vector_lanes) {
+        combine.vectorize = lane;
+        combine.vector_width = rf.vector_lanes;
+      }
+      e.line(depth, "combine the " + chunks(*rv, rf.factor) + " chunks:");
+      e.nest(comb, combine, true, depth + 1, lhs + " = " + op + "(" + lhs + ", " + rf_ref + ")");
+      return true;
+    }
+    const std::string rf_ref = st.name + "__rf(" + args + sep + lane + ")";
     auto intermediate = [&](int d) {
       e.line(d, "intermediate " + st.name + "__rf: rfactor of " + rf.rvar + " by " + f + " (" +
                     rf.rvar + " = " + outer_loop(rf.rvar) + " * " + f + " + " + lane +
                     "), per point");
       e.line(d + 1, "vectorized x" + f + " for " + lane + " in [0, " + f + "): " + rf_ref + " = " +
                         u.init);
-      e.line(d + 1, "for " + outer_loop(rf.rvar) + " in [0, " + std::to_string(n / rf.factor) +
-                        ")" + others + ":");
+      e.line(d + 1, "for " + outer_loop(rf.rvar) + " in [0, " + chunks(*rv, rf.factor) + ")" +
+                        others + ":");
       e.line(d + 2, "vectorized x" + f + " for " + lane + " in [0, " + f + "): " + rf_ref + " = " +
                         op + "(" + rf_ref + ", " + to_string(st.value) + ")");
     };
@@ -175,14 +371,14 @@ struct RFactorDirective : Directive {
     lanes.rvars = {RVar{lane, Dim(rf.factor)}};
     const std::string body = lhs + " = " + op + "(" + lhs + ", " + rf_ref + ")";
     // The lanes are combined by one vectorized (tree) reduce.
-    LoopSchedule combine;
+    LoopSchedule combine = update_pure_loops(ss.loops);
     combine.vectorize = lane;
     combine.vector_width = rf.factor;
     if (st.vars.empty()) {
       intermediate(depth);
       e.nest(lanes, combine, true, depth, body);
     } else {
-      e.nest(lanes, combine, true, depth, body, st.vars.back(), intermediate);
+      e.nest(lanes, combine, true, depth, body, innermost_pure(st, combine), intermediate);
     }
     return true;
   }

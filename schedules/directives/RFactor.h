@@ -10,16 +10,18 @@ namespace pto::directives {
 
 const Directive& rfactor_directive();
 
-// Why `rf` cannot run on `st` (an associative reduction, a static extent the
-// factor divides, at most 256 lanes that fit the target's vectors of the
-// accumulator type), or empty when it can. The directives rfactor replaces
-// are checked by the directive itself.
+// Why `rf` cannot run on `st` (an associative reduction; a factor of at
+// most 256 lanes that fit the target's vectors of the accumulator type and
+// either divides a static extent or is a multiple of those lanes, the last
+// step guarded; across cores, chunks of any length shorter than the extent),
+// or empty when it can. The directives rfactor replaces are checked by the
+// directive itself.
 std::string rfactor_problem(const Stage& st, const RFactor& rf, const Target* target,
                             DType accumulate);
 
-// Every rfactor of `st` that rfactor_problem() accepts: per reduction
-// variable (outermost first), factors ascending. Empty for argmin/argmax,
-// symbolic extents and pure stages.
+// Every rfactor of `st` that rfactor_problem() accepts, without the parallel
+// ones: per reduction variable (outermost first), factors ascending. Empty
+// for argmin/argmax and pure stages.
 std::vector<RFactor> rfactor_candidates(const Stage& st, const Target* target, DType accumulate);
 
 }  // namespace pto::directives

@@ -177,7 +177,9 @@ TEST_CASE("rfactor: validation errors name the stage, the value and what is vali
   Program ps("sym");
   const Tensor xs = ps.input("X", {Dim(4), Dim::symbol("C")});
   ps.output(ps.define_reduce("m", {"i"}, {4}, ReduceOp::Max, {{"j", Dim::symbol("C")}}, xs(var("i"), var("j")), OpKind::Reduction, "max"));
-  CHECK_THROWS_WITH(validate(ps, with_rfactor("m", "j", 16), &t), Contains("extent 'C' is symbolic"));
+  // Whole vectors run with a guarded last step; other factors cannot.
+  validate(ps, with_rfactor("m", "j", 16), &t);
+  CHECK_THROWS_WITH(validate(ps, with_rfactor("m", "j", 8), &t), Contains("extent 'C' is symbolic"));
 
   // Producers cannot be placed at the reduction loop that rfactor replaces.
   Program pp("prod");

@@ -1,0 +1,257 @@
+// Default schedules of the reductions no other rule claims: reductions over
+// any axes (sums, max, the sums of means, argmax) and contractions too skinny
+// for a register tile (matrix-vector products). Without a rule such a stage
+// runs serially with a scalar update, a chain of dependent adds (a column sum
+// of [4096, 4096] took 12x numpy's time).
+//
+// The rule follows from the axis along which the reduction streams through
+// memory: the innermost index of the largest tensor it reads.
+//  - Along a kept dim (a column sum, the mean over a batch, x @ W with one
+//    row): the update's innermost loop is that dim, vectorized, with the
+//    reduction outside it, so each step adds a contiguous run of vectors into
+//    an accumulator row that stays in L1; parallel over the kept dims where
+//    they give every core whole cache lines of each row, else the reduction is
+//    split across cores (rfactor in parallel chunks).
+//  - Along a reduced dim (a row sum, A @ x): the reduction keeps vector lanes
+//    of partial results (row_rfactor) and runs in parallel over blocks of rows;
+//    fewer rows than cores split each row across cores.
+// Both hold for symbolic extents: tails are guarded, never scalar loops.
+#include <algorithm>
+#include <limits>
+
+#include "dsl/IRVisitor.h"
+#include "schedules/LoopNest.h"
+#include "schedules/defaults/Rules.h"
+#include "schedules/directives/RFactor.h"
+
+namespace pto::defaults {
+namespace {
+
+// Below this many elements a parallel loop costs about as much as it saves
+// (the threshold parallel_vectorized uses: waking a thread ~ 2^14 adds).
+constexpr int64_t kMinParallelElements = int64_t{1} << 14;
+
+// Elements of a shape, with a symbolic one counted as large: symbolic sizes
+// are the ones a kernel is compiled once for, so they get the parallel code.
+int64_t elements(const Shape& s) {
+  const int64_t n = static_numel(s);
+  return n < 0 ? std::numeric_limits<int64_t>::max() / 4 : n;
+}
+
+DType accumulator_type(const Stage& st) {
+  if (st.dtype == DType::BF16 || st.dtype == DType::F16) return DType::F32;  // wide_arithmetic
+  return st.dtype == DType::Bool ? DType::U8 : st.dtype;
+}
+
+// The reduction's stream: the variable that indexes the innermost dim of the
+// largest tensor the stage reads, or empty when that index is not a variable.
+std::string stream_var(const Program& p, const Stage& st) {
+  struct Reads : IRVisitor {
+    const Program& p;
+    int64_t best = -1;
+    std::string var;
+    explicit Reads(const Program& q) : p(q) {}
+    void visit_access(const AccessNode& n) override {
+      IRVisitor::visit_access(n);
+      if (!p.has_tensor(n.tensor) || n.args.empty()) return;
+      const int64_t e = elements(p.tensor(n.tensor).shape);
+      if (e <= best) return;
+      best = e;
+      const auto* v = n.args.back().as<VarNode>();
+      var = v ? v->name : "";
+    }
+  } r(p);
+  r.visit(st.value);
+  return r.var;
+}
+
+int64_t round_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b * b;
+}
+
+// a * b for non-negative counts, saturating at the "large" of elements().
+int64_t times(int64_t a, int64_t b) {
+  constexpr int64_t kLarge = std::numeric_limits<int64_t>::max() / 4;
+  return a == 0 || b <= kLarge / a ? std::min(a * b, kLarge) : kLarge;
+}
+
+// Steps of the reduction: the product of the reduction extents (large when symbolic).
+int64_t reduction_steps(const Stage& st) {
+  Shape s;
+  for (const RVar& r : st.rvars) s.push_back(r.extent);
+  return elements(s);
+}
+
+// The reduction split across cores in chunks: `stream` keeps vector lanes of
+// partials within a chunk when the reduction streams along `rv` itself.
+// Chunks of one core's share of a static extent; of a fixed 2^13 steps (32
+// KiB of f32 per row) for a symbolic one, which keeps a chunk's work above a
+// thread wake-up at any length and gives a long row several chunks per core.
+std::optional<RFactor> parallel_split(const Stage& st, const RVar& rv, bool lanes_along,
+                                      const Target& t) {
+  const int lanes = t.vector_lanes(accumulator_type(st));
+  RFactor rf{rv.name, 0, true, 0};
+  if (lanes_along && lanes > 1) rf.vector_lanes = 4 * lanes;
+  const int64_t unit = std::max(rf.vector_lanes, 1);
+  if (rv.extent.is_symbolic()) {
+    rf.factor = 1 << 13;
+  } else {
+    const int64_t chunk = round_up((rv.extent.value + t.cores - 1) / t.cores, unit);
+    if (chunk >= rv.extent.value) return std::nullopt;
+    rf.factor = static_cast<int>(chunk);
+  }
+  if (rf.vector_lanes && rf.vector_lanes > rf.factor) rf.vector_lanes = 0;
+  if (!directives::rfactor_problem(st, rf, &t, accumulator_type(st)).empty()) return std::nullopt;
+  return rf;
+}
+
+// The pure loops of a reduction parallel over blocks of its outermost dim
+// with more than one iteration (one block per core), the innermost dim
+// vectorized where that is not the parallel one. A symbolic number of rows
+// runs in blocks of at least kMinParallelElements steps each (one task per
+// short row would contend for the thread pool's queue).
+LoopSchedule parallel_rows(const Stage& st, const Target& t) {
+  LoopSchedule ls;
+  const int lanes = t.vector_lanes(accumulator_type(st));
+  const int64_t steps = reduction_steps(st);
+  for (size_t k = 0; k < st.vars.size(); ++k) {
+    const int64_t e = static_extent(st.shape[k]);
+    if (e == 1) continue;
+    const std::string& v = st.vars[k];
+    int64_t inner = 1;  // elements of the output per iteration of v
+    for (size_t j = k + 1; j < st.vars.size(); ++j)
+      inner = times(inner, std::max<int64_t>(1, static_extent(st.shape[j])));
+    const int64_t per_row = times(steps, inner);
+    if (e < 0 && per_row < kMinParallelElements) {
+      ls.tile[v] = {(kMinParallelElements + per_row - 1) / per_row};
+      ls.parallel.push_back(outer_loop(v));
+    } else if (const int64_t chunk = parallel_chunk(e, 1, t); chunk > 0 && chunk < e) {
+      ls.tile[v] = {chunk};
+      ls.parallel.push_back(outer_loop(v));
+    } else {
+      ls.parallel.push_back(v);
+    }
+    if (k + 1 < st.vars.size() && lanes > 1 && static_extent(st.shape.back()) >= lanes) {
+      ls.vectorize = st.vars.back();
+      ls.vector_width = lanes;
+    }
+    break;
+  }
+  return ls;
+}
+
+// Streams along kept dim `c` (the stage's innermost): see the file comment.
+// The reduction runs into an accumulator block of c (accumulator_at): a
+// Halide allocation of its own, so that the update's vector loads of its
+// accumulator are aligned loads from an aligned buffer (vectorized over the
+// output itself, Halide emitted aligned loads from the caller's buffer, which
+// crashed at 16-byte aligned addresses). The block is one core's share of c
+// when nothing else runs in parallel (each at least 4 cache lines wide, so
+// that cores never share a line), and at most half of L1, so that each
+// reduction step reads and writes it in L1 (a row of 4096 f32 is 16 KiB).
+void along_kept(const Stage& st, const Target& t, StageSchedule& ss) {
+  const std::string& c = st.vars.back();
+  const DType acc = accumulator_type(st);
+  const int lanes = std::max(1, t.vector_lanes(acc));
+  const int64_t ec = static_extent(st.shape.back());
+  const bool parallel = t.cores > 1 && times(elements(st.shape), reduction_steps(st)) >=
+                                           kMinParallelElements * t.cores;
+  // An outer kept dim with a block per core: parallel over it.
+  size_t par_dim = st.vars.size();
+  for (size_t k = 0; parallel && k + 1 < st.vars.size(); ++k) {
+    const int64_t e = static_extent(st.shape[k]);
+    if (e == 1) continue;
+    if (e < 0 || e >= t.cores) par_dim = k;
+    break;
+  }
+  const int64_t bytes = std::max(1, t.vector_bits / 8 / lanes);
+  const int64_t l1_block = std::max<int64_t>(lanes, t.l1_bytes / 2 / bytes / lanes * lanes);
+  int64_t block = 0;
+  if (ec < 0) {
+    // Unknown width: blocks of 8 vectors (512 B of f32) give a row of 768 six
+    // blocks for two cores.
+    block = 8 * lanes;
+  } else if (par_dim == st.vars.size() && parallel) {
+    const int64_t per_core = round_up((ec + t.cores - 1) / t.cores, lanes);
+    if (per_core * bytes < 4 * t.cache_line_bytes && !st.is_arg_reduction()) {
+      // A narrow kept part ([100000, 64]): each core streams its own chunk of rows.
+      const RVar* longest = nullptr;
+      for (const RVar& r : st.rvars)
+        if (!longest || r.extent.is_symbolic() ||
+            (!longest->extent.is_symbolic() && r.extent.value > longest->extent.value))
+          longest = &r;
+      if (const auto rf = parallel_split(st, *longest, false, t)) {
+        ss.rfactor = rf;
+        return;
+      }
+    }
+    block = std::min(per_core, l1_block);
+  } else {
+    block = std::min(round_up(ec, lanes), l1_block);
+  }
+  if (ec >= 0 && block > ec) block = ec;  // one block, narrower than a vector
+  LoopSchedule& pure = ss.loops;
+  if (par_dim < st.vars.size()) {
+    const std::string& v = st.vars[par_dim];
+    const int64_t e = static_extent(st.shape[par_dim]);
+    if (const int64_t chunk = parallel_chunk(e, 1, t); chunk > 0 && chunk < e) {
+      pure.tile[v] = {chunk};
+      pure.parallel = {outer_loop(v)};
+    } else {
+      pure.parallel = {v};
+    }
+  }
+  pure.tile[c] = {block};
+  if (pure.parallel.empty() && parallel) pure.parallel = {outer_loop(c)};
+  // The copy out of the accumulator, vectorized where lanes tile the block.
+  if (lanes > 1 && block % lanes == 0) {
+    pure.vectorize = inner_loop(c);
+    pure.vector_width = lanes;
+  }
+  ss.accumulator_at = outer_loop(c);
+  LoopSchedule up;
+  for (const RVar& r : st.rvars) up.order.push_back(r.name);
+  for (size_t k = 0; k + 1 < st.vars.size(); ++k) up.order.push_back(st.vars[k]);
+  up.order.push_back(c);
+  if (lanes > 1 && block >= lanes) {
+    up.vectorize = c;
+    up.vector_width = lanes;
+  }
+  ss.update = up;
+}
+
+// Streams along reduced dim `rv`: see the file comment.
+void along_reduced(const Stage& st, const RVar& rv, const Target& t, StageSchedule& ss) {
+  const int64_t rows = elements(st.shape), steps = reduction_steps(st);
+  const bool parallel = t.cores > 1 && times(rows, steps) >= kMinParallelElements * t.cores;
+  if (parallel && rows < t.cores && !st.is_arg_reduction()) {
+    if (const auto rf = parallel_split(st, rv, true, t)) {
+      ss.rfactor = rf;
+      return;
+    }
+  }
+  if (parallel) ss.loops = parallel_rows(st, t);
+  if (rv.name == st.rvars.back().name) ss.rfactor = row_rfactor(st, t);
+  // Rows too short for lanes of partials (or an argmax): the update runs
+  // over the same parallel blocks of rows as the pure definition.
+  if (!ss.rfactor && parallel) {
+    LoopSchedule up;
+    up.tile = ss.loops.tile;
+    up.parallel = ss.loops.parallel;
+    ss.update = up;
+  }
+}
+
+}  // namespace
+
+void reduction(const Program& p, const Stage& st, const Target& t, Schedule& s) {
+  if (!st.reduce || st.rvars.empty() || t.has_device()) return;
+  const std::string v = stream_var(p, st);
+  if (v.empty()) return;
+  StageSchedule& ss = s[st.name];
+  if (!st.vars.empty() && v == st.vars.back()) return along_kept(st, t, ss);
+  for (const RVar& r : st.rvars)
+    if (r.name == v) return along_reduced(st, r, t, ss);
+}
+
+}  // namespace pto::defaults

@@ -1,0 +1,276 @@
+// Default schedules of reductions and skinny contractions (schedules/defaults/
+// Reduction.cpp, RowWise.cpp) and the rfactor forms they use (guarded tails,
+// chunks across cores). Sums run on small integers, which f32 adds exactly
+// (every partial sum stays below 2^24), so a dropped, repeated or misplaced
+// term shows as an error of at least 1 against the float64 interpreter
+// whatever the summation order; max and argmax (ties: the first index) are exact too. Sizes include
+// 1, odd and prime extents, and symbolic ones run by one kernel at several sizes.
+#include <catch2/catch.hpp>
+
+#include "Helpers.h"
+#include "dsl/ops/Ops.h"
+#include "schedules/Explain.h"
+#include "schedules/ScheduleJson.h"
+#include "schedules/Validate.h"
+#include "schedules/defaults/Defaults.h"
+
+using namespace pto;
+using namespace pto::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const Target& host() {
+  static const Target t = parse_target("host");
+  return t;
+}
+
+// Integers in [-3, 3]: exact f32 sums up to 2^24 / 3 terms.
+HostTensor integers(const std::vector<int64_t>& shape, std::mt19937& rng) {
+  HostTensor h = random_tensor(shape, rng, -3.49, 3.49);
+  for (double& v : h.data) v = std::round(v);
+  return h;
+}
+
+Shape dims(const std::vector<int64_t>& v, bool symbolic) {
+  Shape s;
+  for (size_t k = 0; k < v.size(); ++k)
+    s.push_back(symbolic ? Dim::symbol("D" + std::to_string(k)) : Dim(v[k]));
+  return s;
+}
+
+// Runs a one-input kernel whose output is an index (argmax: i64) on f32 input `x`.
+HostTensor run_index(const Kernel& k, const HostTensor& x) {
+  std::vector<float> in(x.data.begin(), x.data.end());
+  const auto shapes = k.output_shapes({x.shape});
+  int64_t n = 1;
+  for (const int64_t e : shapes[0]) n *= e;
+  std::vector<int64_t> out(static_cast<size_t>(n), -1);
+  k.run({{in.data(), DType::F32, x.shape, {}}}, {{out.data(), DType::I64, shapes[0], {}}});
+  return {shapes[0], {out.begin(), out.end()}};
+}
+
+using Build = std::function<Tensor(const Tensor&)>;
+
+// Runs `build(X)` with the default schedule for X of each shape (one kernel
+// for all of them when symbolic) against the interpreter; returns the worst
+// tolerance ratio.
+double worst(const Build& build, const std::vector<std::vector<int64_t>>& shapes, bool symbolic,
+             double rtol, double atol, bool exact_inputs = true) {
+  std::mt19937 rng(31);
+  double w = 0;
+  std::optional<Kernel> shared;
+  for (const auto& shape : shapes) {
+    Program p("red");
+    p.output(build(p.input("X", dims(shape, symbolic))));
+    if (!symbolic || !shared) shared.emplace(p, default_schedule(p, host()), host());
+    const std::map<std::string, HostTensor> in = {
+        {"X", exact_inputs ? integers(shape, rng) : random_tensor(shape, rng, -4, 4)}};
+    const Program& kp = shared->program();
+    const bool index = kp.tensor(kp.outputs()[0]).dtype == DType::I64;
+    const HostTensor got = index ? run_index(*shared, in.at("X")) : run_f32(*shared, in)[0];
+    const double r = tolerance_ratio(got, interpret(kp, in).at(kp.outputs()[0]), rtol, atol);
+    INFO("shape " << shape[0] << (shape.size() > 1 ? "x" + std::to_string(shape[1]) : "")
+                  << (symbolic ? " symbolic" : ""));
+    CHECK(r <= 1.0);
+    w = std::max(w, r);
+  }
+  return w;
+}
+
+const StageSchedule& entry(const Program& p, const Schedule& s, const std::string& name) {
+  REQUIRE(s.find(name));
+  (void)p;
+  return *s.find(name);
+}
+
+}  // namespace
+
+TEST_CASE("default reductions: column sums vectorize the kept dim, parallel or split across cores",
+          "[defaults][reduction]") {
+  const Build colsum = [](const Tensor& x) { return ops::reduce_sum(x, {0}, false, "s"); };
+  const std::vector<std::vector<int64_t>> shapes = {
+      {1, 1}, {7, 1}, {1, 37}, {37, 5}, {61, 257}, {3001, 64}, {300, 4099}, {50, 20000}};
+  CHECK(worst(colsum, shapes, false, 0, 1e-9) <= 1.0);
+  CHECK(worst(colsum, {{1, 1}, {5, 3}, {257, 769}, {3001, 64}, {2, 20000}}, true, 0, 1e-9) <= 1.0);
+  // The structure: [4096, 4096] vectorizes along columns, rows outside, column blocks in parallel.
+  Program p("colsum");
+  p.output(ops::reduce_sum(p.input("X", {4096, 4096}), {0}, false, "s"));
+  const Schedule s = default_schedule(p, host());
+  const StageSchedule& e = entry(p, s, "s");
+  REQUIRE(e.update);
+  CHECK(!e.update->vectorize.empty());
+  CHECK(e.update->order.back() == e.update->vectorize);
+  CHECK(!e.accumulator_at.empty());
+  if (host().cores > 1) {
+    CHECK(!e.loops.parallel.empty());
+    // A narrow matrix: the rows are split across cores instead.
+    Program q("narrow");
+    q.output(ops::reduce_sum(q.input("X", {100000, 64}), {0}, false, "s"));
+    const Schedule sq = default_schedule(q, host());
+    REQUIRE(entry(q, sq, "s").rfactor);
+    CHECK(entry(q, sq, "s").rfactor->parallel);
+    CHECK_THAT(explain(q, sq, &host()), Contains("across cores"));
+  }
+}
+
+TEST_CASE("default reductions: outer axes of 3-D tensors, means, max and argmax over a batch",
+          "[defaults][reduction]") {
+  std::mt19937 rng(5);
+  for (const bool symbolic : {false, true}) {
+    INFO((symbolic ? "symbolic" : "static"));
+    for (const std::vector<int64_t> shape :
+         std::vector<std::vector<int64_t>>{{2, 7, 33}, {5, 300, 97}, {1, 4000, 17}, {3, 1, 1}}) {
+      Program p("axis1");
+      const Tensor x = p.input("X", dims(shape, symbolic));
+      p.output(ops::reduce_sum(x, {1}, false, "s"));
+      const Kernel k(p, default_schedule(p, host()), host());
+      const std::map<std::string, HostTensor> in = {{"X", integers(shape, rng)}};
+      CHECK(tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("s"), 0, 1e-9) <= 1.0);
+    }
+  }
+  // The mean over a batch: sums of integers, divided once: relative 2^-24 (1.2e-7 with margin).
+  CHECK(worst([](const Tensor& x) { return ops::reduce_mean(x, {0}); },
+              {{64, 768}, {13, 31}, {1, 5}}, false, 1.2e-7, 1e-12) <= 1.0);
+  CHECK(worst([](const Tensor& x) { return ops::reduce_mean(x, {0}); }, {{64, 768}, {13, 31}}, true,
+              1.2e-7, 1e-12) <= 1.0);
+  CHECK(worst([](const Tensor& x) { return ops::reduce_max(x, {0}); },
+              {{3001, 64}, {17, 4099}, {1, 3}}, false, 6e-8, 1e-30, false) <= 1.0);
+  CHECK(worst([](const Tensor& x) { return ops::reduce_max(x, {0}); }, {{3001, 64}, {17, 99}}, true,
+              6e-8, 1e-30, false) <= 1.0);
+  CHECK(worst([](const Tensor& x) { return ops::argmax(x, 0); }, {{301, 64}, {17, 99}, {1, 1}},
+              false, 0, 1e-30) <= 1.0);
+  CHECK(worst([](const Tensor& x) { return ops::argmax(x, 0); }, {{301, 64}, {17, 99}}, true, 0,
+              1e-30) <= 1.0);
+}
+
+TEST_CASE(
+    "default reductions: row sums keep lanes of partials, parallel rows or rows split across cores",
+    "[defaults][reduction]") {
+  const Build rowsum = [](const Tensor& x) { return ops::reduce_sum(x, {1}, false, "s"); };
+  CHECK(worst(rowsum, {{1, 1}, {5, 96}, {3, 50257}, {1, 100003}, {257, 300}, {2000, 17}}, false, 0,
+              1e-9) <= 1.0);
+  CHECK(worst(rowsum, {{1, 1}, {5, 96}, {3, 50257}, {257, 301}}, true, 0, 1e-9) <= 1.0);
+  CHECK(worst([](const Tensor& x) { return ops::reduce_max(x, {1}); },
+              {{3, 50257}, {9, 1}, {64, 770}}, false, 6e-8, 1e-30, false) <= 1.0);
+  CHECK(worst([](const Tensor& x) { return ops::reduce_max(x, {1}); }, {{3, 50257}, {64, 770}},
+              true, 6e-8, 1e-30, false) <= 1.0);
+  CHECK(worst([](const Tensor& x) { return ops::argmax(x, 1); }, {{3, 5003}, {64, 77}}, false, 0,
+              1e-30) <= 1.0);
+  // logsumexp of values in [-4, 4] over up to 5003 terms: the f32 sum of exps
+  // errs by at most 5003 * 2^-24 relative, which the log turns into an absolute
+  // 3e-4; each exp adds a few ulps.
+  CHECK(worst([](const Tensor& x) { return ops::reduce_logsumexp(x, {1}); }, {{3, 5003}, {64, 77}},
+              false, 1e-6, 3e-4, false) <= 1.0);
+  CHECK(worst([](const Tensor& x) { return ops::reduce_logsumexp(x, {1}); }, {{3, 5003}, {64, 77}},
+              true, 1e-6, 3e-4, false) <= 1.0);
+  Program p("rows");
+  p.output(ops::reduce_sum(p.input("X", {4096, 4096}), {1}, false, "s"));
+  const Schedule s = default_schedule(p, host());
+  REQUIRE(entry(p, s, "s").rfactor);
+  CHECK(!entry(p, s, "s").rfactor->parallel);
+  if (host().cores > 1) {
+    CHECK(!entry(p, s, "s").loops.parallel.empty());
+    Program q("row");
+    q.output(ops::reduce_sum(q.input("X", {1, 100003}), {1}, false, "s"));
+    const Schedule sq = default_schedule(q, host());
+    REQUIRE(entry(q, sq, "s").rfactor);
+    CHECK(entry(q, sq, "s").rfactor->parallel);
+    CHECK(entry(q, sq, "s").rfactor->vector_lanes > 0);
+  }
+}
+
+TEST_CASE("default reductions: matrix-vector products, both sides, static and symbolic",
+          "[defaults][reduction]") {
+  std::mt19937 rng(9);
+  struct Case {
+    std::vector<int64_t> a, b;
+  };
+  const std::vector<Case> cases = {
+      {{1, 1}, {1}},          {{7, 13}, {13}},      {{300, 257}, {257}},
+      {{3, 40000}, {40000}},  {{33}, {33, 70}},     {{4000}, {4000, 8}},
+      {{257, 129}, {129, 1}}, {{1, 300}, {300, 3}}, {{2, 5000}, {5000, 1}}};
+  for (const bool symbolic : {false, true})
+    for (const Case& c : cases) {
+      INFO((symbolic ? "symbolic " : "static ")
+           << c.a.size() << "-D a " << c.a[0] << ", b " << c.b[0]);
+      Program p("mv");
+      Shape sa = dims(c.a, false), sb = dims(c.b, false);
+      if (symbolic) {
+        // The contracted dim shares one symbol; the others their own.
+        const Dim k = Dim::symbol("K");
+        sa.back() = k;
+        sb[c.b.size() == 1 ? 0 : 0] = k;
+        if (c.a.size() == 2) sa[0] = Dim::symbol("M");
+        if (c.b.size() == 2) sb[1] = Dim::symbol("N");
+      }
+      p.output(ops::matmul(p.input("A", sa), p.input("B", sb), "mv"));
+      const Kernel k(p, default_schedule(p, host()), host());
+      const std::map<std::string, HostTensor> in = {{"A", integers(c.a, rng)},
+                                                    {"B", integers(c.b, rng)}};
+      CHECK(tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("mv"), 0, 1e-9) <= 1.0);
+    }
+}
+
+TEST_CASE("default reductions: softmax over long, prime and symbolic rows",
+          "[defaults][reduction]") {
+  // exp of values in [-4, 4] and f32 row sums of up to 50257 terms, relative
+  // to outputs of ~1/n: 50257 * 2^-24 = 3e-3 relative bounds the sum's
+  // rounding, a few ulps each exp and the reciprocal.
+  for (const auto& [name, f] : std::vector<std::pair<std::string, Build>>{
+           {"softmax", [](const Tensor& x) { return ops::softmax(x, -1); }},
+           {"log_softmax", [](const Tensor& x) { return ops::log_softmax(x, -1); }}}) {
+    INFO(name);
+    CHECK(worst(f, {{3, 50257}, {1, 32000}, {5, 1031}, {2, 1}, {1, 7}}, false, 3e-3, 1e-7, false) <=
+          1.0);
+    CHECK(worst(f, {{3, 50257}, {1, 32000}, {5, 1031}, {2, 1}}, true, 3e-3, 1e-7, false) <= 1.0);
+  }
+  // A symbolic row is vectorized and its statistics keep lanes of partials.
+  Program p("sym_softmax");
+  p.output(ops::softmax(p.input("X", {Dim(8), Dim::symbol("C")}), -1, "y"));
+  const Schedule s = default_schedule(p, host());
+  int rfactored = 0;
+  for (const auto& [n, ss] : s.stages) rfactored += ss.rfactor.has_value();
+  CHECK(rfactored == 2);
+  CHECK(!entry(p, s, "y").loops.vectorize.empty());
+}
+
+TEST_CASE("rfactor: guarded tails and chunks across cores validate, round-trip and explain",
+          "[rfactor][defaults]") {
+  Program p("rowred");
+  p.output(p.define_reduce("r", {"i"}, {3}, ReduceOp::Sum, {{"j", Dim(1001)}},
+                           p.input("X", {3, 1001})(var("i"), var("j")), OpKind::Reduction,
+                           "reduce"));
+  std::mt19937 rng(3);
+  const std::map<std::string, HostTensor> in = {{"X", integers({3, 1001}, rng)}};
+  auto run = [&](const RFactor& rf) {
+    Schedule s;
+    s["r"].rfactor = rf;
+    validate(p, s, &host());
+    CHECK(schedule_from_json_string(schedule_to_json_string(s, 2)) == s);
+    const Kernel k(p, s, host());
+    return tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("r"), 0, 1e-9);
+  };
+  const int lanes = host().vector_lanes(DType::F32);
+  CHECK(run(RFactor{"j", 2 * lanes}) <= 1.0);         // 1001 = 2 lanes x 31 + a guarded rest
+  CHECK(run(RFactor{"j", 100, true, 0}) <= 1.0);      // 11 chunks, the last one guarded
+  CHECK(run(RFactor{"j", 300, true, lanes}) <= 1.0);  // with lanes of partials in each
+  CHECK(run(RFactor{"j", 500, true, 4 * lanes}) <= 1.0);
+  Schedule s;
+  s["r"].rfactor = RFactor{"j", 300, true, lanes};
+  CHECK_THAT(explain(p, s, &host()), Contains("across cores in chunks of 300") &&
+                                         Contains("parallel for j_part in [0, 4)"));
+  auto fails = [&](const RFactor& rf, const std::string& text) {
+    Schedule e;
+    e["r"].rfactor = rf;
+    CHECK_THROWS_WITH(validate(p, e, &host()), Contains(text));
+  };
+  fails(RFactor{"j", 1001, true, 0}, "less than the extent");
+  fails(RFactor{"j", 300, true, 3}, "vector_lanes 3");
+  fails(RFactor{"j", 2 * lanes, false, lanes}, "applies to an rfactor across cores");
+  if (lanes > 2) fails(RFactor{"j", lanes + 2, false, 0}, "the last step guarded");
+  CHECK_THROWS_WITH(
+      schedule_from_json_string(
+          R"({"schema": 1, "stages": {"r": {"rfactor": {"rvar": "j", "factor": 16, "parallel": 1}}}})"),
+      Contains("stages.r.rfactor.parallel"));
+}
