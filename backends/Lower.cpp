@@ -460,6 +460,7 @@ class Lowering {
       return in->second;
     }
     Halide::Func stage_func(const std::string& name) override { return l_.funcs_.at(name); }
+    Halide::Expr extent(const Dim& d) override { return l_.extent(d); }
 
    private:
     Lowering& l_;

@@ -145,6 +145,12 @@ struct StageSchedule {
   // second operand pair-interleaved ([K/2, N, 2] for a matmul), dense, and an
   // accumulator tile (`accumulator_at`). Empty: off.
   std::string dot_pairs;
+  // A version of the (root) stage for symbolic extents that hold at least one
+  // tile, vector or unroll factor of each of its symbolic dims, where those
+  // tails shift inwards as static ones do: constant-size register tiles and
+  // unguarded vectors (Halide `specialize`); smaller extents run the guarded
+  // loops (see directives/Specialize.h). false: guarded loops only.
+  bool specialize = false;
   Precision precision;
   Pipelining pipeline;
   std::string device = "cpu";        // cpu | cuda | opencl

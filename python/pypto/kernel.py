@@ -14,8 +14,11 @@ where (with `dynamic=True`, the default) every dim other than 1 is a symbolic
 size: dims with equal values share one symbol (annotations such as
 `pypto.Tensor["M", "K"]` name them explicitly; int annotations fix a dim). A new
 size with the same pattern of equalities reuses the compiled kernel: no
-retrace, no recompile. `dynamic=False` fixes every size (best code for one
-shape; default schedules tile only static dims). Compiled kernels are cached
+retrace, no recompile: the default schedules tile and vectorize symbolic dims,
+with a version specialized for sizes that hold whole tiles (the `specialize`
+directive) and guarded loops below, so one kernel runs about as fast as the
+static kernel of each size (dynamic `A @ B` at 512-2048: 0.9-1.07x of
+`dynamic=False`). `dynamic=False` fixes every size (one compile per shape). Compiled kernels are cached
 per (signature, schedule JSON), so editing a schedule compiles once per edit.
 """
 from __future__ import annotations

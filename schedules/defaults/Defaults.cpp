@@ -7,6 +7,7 @@
 #include "schedules/defaults/Gpu.h"
 #include "schedules/LoopNest.h"
 #include "schedules/defaults/Rules.h"
+#include "schedules/directives/Specialize.h"
 
 namespace pto {
 namespace defaults {
@@ -28,7 +29,10 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
   const int lanes = t.vector_lanes(st.dtype == DType::Bool ? DType::U8 : st.dtype);
   const std::string inner = st.vars.back();
   const int64_t e = static_extent(st.shape.back());
-  if (e >= lanes && lanes > 1) {
+  // A symbolic inner dim is vectorized too: its last vector shifts inwards in
+  // the version specialized for extents of at least one vector
+  // (specialize_symbolic), and is guarded below that.
+  if ((e < 0 || e >= lanes) && lanes > 1) {
     ls.vectorize = inner;
     ls.vector_width = lanes;
   }
@@ -54,6 +58,19 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
     break;
   }
   return ls;
+}
+
+// Root stages whose loops split a symbolic dim (a tile, vector lanes, an
+// unroll factor) get a version specialized for extents that hold those splits
+// (directives/Specialize.h), so that a kernel compiled once for every size
+// runs the static kernel's loops: unguarded vectors, constant-size tiles.
+void specialize_symbolic(const Program& p, Schedule& s) {
+  for (const Stage& st : p.stages()) {
+    StageSchedule* ss = s.stages.count(st.name) ? &s.stages.at(st.name) : nullptr;
+    if (!ss || ss->compute.kind != Placement::Kind::Root || ss->device != "cpu" || !ss->pipeline.prefetch.empty())
+      continue;
+    if (!directives::specialize_bounds(st, ss->loops).empty()) ss->specialize = true;
+  }
 }
 
 // bf16 / f16 stages evaluate in f32 and reductions accumulate in f32, as
@@ -206,6 +223,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
   for (const Stage& st : p.stages())
     if (st.reduce && s.find(st.name) && *s.find(st.name) == StageSchedule{} && !hosts_placements(s, st.name))
       reduction(p, st, t, s);
+  specialize_symbolic(p, s);
   apply_type_rules(p, t, s);
   return s;
 }

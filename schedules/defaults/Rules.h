@@ -35,6 +35,7 @@ int64_t static_extent(const Dim& d);  // -1 when symbolic
 // must not replace `stage`'s loops.
 bool hosts_placements(const Schedule& s, const std::string& stage);
 LoopSchedule parallel_vectorized(const Stage& st, const Target& t);
+void specialize_symbolic(const Program& p, Schedule& s);  // root stages tiled over symbolic dims
 void wide_arithmetic(const Program& p, Schedule& s);  // f32 compute and accumulation for bf16 / f16 stages
 
 // Contraction.cpp
@@ -42,6 +43,9 @@ std::pair<size_t, size_t> tile_dims(const Stage& st);  // (rows, columns) of the
 std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls);
 LoopSchedule micro_kernel(const Stage& mm, std::pair<size_t, size_t> rc, const Target& t, bool const_tile);
 bool static_tile(const Stage& st, std::pair<size_t, size_t> rc);
+bool specialized_tile(const Stage& st, const LoopSchedule& ls);  // a specialize directive pays
+void unroll_by_tile(const Stage& e, std::pair<size_t, size_t> rc, const LoopSchedule& tile, const Target& t,
+                    LoopSchedule& up);
 bool transposed_operand(const Stage& mm, const std::string& tensor, std::pair<size_t, size_t> rc);
 bool transcendental(const Stage& st);
 bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor, std::pair<size_t, size_t> rc);

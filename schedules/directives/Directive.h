@@ -68,6 +68,8 @@ class ApplyContext {
   virtual std::optional<Halide::ImageParam> input(const std::string& tensor) = 0;
   // The Func of stage `name`.
   virtual Halide::Func stage_func(const std::string& name) = 0;
+  // The extent of a dim as a Halide Expr (a symbolic size: the input dim it is bound to).
+  virtual Halide::Expr extent(const Dim& d) = 0;
 
   // The Func whose update runs the reduction: helper() or func().
   Halide::Func reducer() {

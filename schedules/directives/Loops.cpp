@@ -153,14 +153,14 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
 // computed at a consumer sees regions of any size, symbolic dims may be
 // smaller than a tile, and updates must not run twice on one point.
 void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update,
-                 bool root) {
+                 bool root, bool fits) {
   const auto nest = loop_nest(st, ls, update);
   auto vr = [&](const std::string& n) {
     return Halide::VarOrRVar(n, update && is_reduction_loop(st, n));
   };
   auto tail = [&](const std::string& dim) {
     for (size_t k = 0; k < st.vars.size(); ++k)
-      if (st.vars[k] == dim && root && !update && !st.shape[k].is_symbolic())
+      if (st.vars[k] == dim && root && !update && (fits || !st.shape[k].is_symbolic()))
         return Halide::TailStrategy::ShiftInwards;
     return Halide::TailStrategy::GuardWithIf;
   };

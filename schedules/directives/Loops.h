@@ -26,7 +26,11 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
 // Replays `ls` on the Halide stage: splits, reorder, vectorize, unroll,
 // parallel. `root`: the stage is computed at root (its static pure dims then
 // shift their last tile inwards instead of guarding it).
-void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update, bool root);
+// `fits`: the stage's symbolic dims hold at least one tile or vector each (the
+// branch of a `specialize` directive), so their tails shift inwards as static
+// dims' do.
+void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update, bool root,
+                 bool fits = false);
 
 // Tiles, a vectorized innermost pure loop, a parallel outermost one, for an
 // update's candidates (Update.cpp).

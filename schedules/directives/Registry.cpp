@@ -15,6 +15,7 @@
 #include "schedules/directives/Precision.h"
 #include "schedules/directives/RFactor.h"
 #include "schedules/directives/SkipPadding.h"
+#include "schedules/directives/Specialize.h"
 #include "schedules/directives/Update.h"
 
 namespace pto::directives {
@@ -26,6 +27,7 @@ const std::vector<const Directive*>& directives() {
       &precision_directive(),
       &placement_directive(),
       &cache_directive(),
+      &specialize_directive(),
       &loops_directive(),
       &accumulator_at_directive(),
       &update_directive(),

@@ -38,6 +38,24 @@ def test_compiles_once_per_signature_and_not_per_size(rng):
     assert mm.cache_info["signatures"] == 4
 
 
+def test_dynamic_matmul_is_specialized_and_exact_at_odd_sizes(rng):
+    # The default (dynamic) kernel compiles once; its register tile has a version
+    # specialized for sizes that hold a tile and a guarded one below: size 1, a
+    # prime below one vector, square and rectangular primes, and 1000 (not a
+    # multiple of the 6 x 64 tile) all go through the same kernel.
+    @pypto.kernel
+    def mm(A, B):
+        return A @ B
+    shapes = [(1, 1, 1), (7, 7, 7), (5, 3, 70), (257, 257, 257), (129, 700, 333), (1000, 1000, 1000)]
+    for m, k, n in shapes:
+        a = rng.random((m, k), dtype=np.float32)
+        b = rng.random((k, n), dtype=np.float32)
+        np.testing.assert_allclose(mm(a, b), a.astype(np.float64) @ b.astype(np.float64), **f32_matmul_tol(k))
+    assert '"specialize": true' in mm.schedule(a, b).to_json()
+    # Kernels: size 1 (dims of 1 stay static), every square shape, every rectangular one.
+    assert mm.cache_info["compiled"] == 3
+
+
 def test_static_kernels_compile_per_shape(rng):
     k = pypto.kernel(lambda x: x * 2.0, dynamic=False)
     for n in (3, 4, 3):
