@@ -197,6 +197,8 @@ Schedule default_schedule(const Program& p, const Target& t) {
     if (st.kind == OpKind::Normalization && !st.reduce && s.find(st.name) &&
         s.find(st.name)->compute.kind == Placement::Kind::Root)
       rowwise(p, st, t, s);
+  // Contractions over a softmax whose scores outgrow L2: one fused loop.
+  online_softmax_attention(p, t, s);
   apply_type_rules(p, t, s);
   return s;
 }

@@ -8,6 +8,8 @@
 //                        tiles, padded input, weights-outer for deep layers
 //   RowWise.cpp          row-wise normalizations, row statistics rfactored
 //   DotPairs.cpp         bf16 sums over operands laid out in pairs: dot_pairs
+//   Attention.cpp        contractions over a softmax: FlashAttention's fused
+//                        loop (online_softmax) past the L2 size
 // Internal to schedules/defaults/; the measurements behind each choice are at
 // its definition.
 #pragma once
@@ -58,5 +60,9 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s);
 
 // DotPairs.cpp
 void dot_pairs(const Program& p, const Target& t, Schedule& s);
+
+// Attention.cpp
+OnlineSoftmax online_softmax_block(const Target& t);  // rows x keys of its blocks
+void online_softmax_attention(const Program& p, const Target& t, Schedule& s);
 
 }  // namespace pto::defaults

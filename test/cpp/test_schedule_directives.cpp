@@ -38,6 +38,7 @@ StageSchedule bad_value(std::string_view directive, const Stage& st) {
   if (directive == "rfactor") ss.rfactor = RFactor{"no_such_rvar", 3};
   if (directive == "pipeline") ss.pipeline.prefetch = {{"no_such_tensor", "no_such_loop", 1}};
   if (directive == "device") ss.device = "no_such_device";
+  if (directive == "online_softmax") ss.online_softmax = OnlineSoftmax{0, 64};
   return ss;
 }
 
