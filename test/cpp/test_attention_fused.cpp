@@ -129,16 +129,24 @@ TEST_CASE("online_softmax: the default fuses where one head's scores outgrow L2"
     // Largest square length whose f32 scores fit half the L2, and twice it.
     int64_t fit = 1;
     while ((2 * fit) * (2 * fit) * 4 <= t.l2_bytes / 2) fit *= 2;
-    const Program small = attention(Dim(2), Dim(fit), Dim(fit), 64, true);
-    const Program large = attention(Dim(2), Dim(2 * fit), Dim(2 * fit), 64, true);
+    const Program small = attention(Dim(2), Dim(fit), Dim(fit), 64, false);
+    const Program large = attention(Dim(2), Dim(2 * fit), Dim(2 * fit), 64, false);
     const Schedule ss = default_schedule(small, t), sl = default_schedule(large, t);
     CHECK_FALSE((ss.find("O") && ss.find("O")->online_softmax));
     REQUIRE(sl.find("O"));
     REQUIRE(sl.find("O")->online_softmax);
     const OnlineSoftmax b = *sl.find("O")->online_softmax;
-    CHECK(b.keys == 8 * t.vector_lanes(DType::F32));
+    CHECK(b.keys == 4 * t.vector_lanes(DType::F32));
     CHECK(b.rows % 6 == 0);
-    CHECK(2 * b.rows * b.keys * 4 <= std::max<int64_t>(t.l1_bytes / 2, 2 * 24 * b.keys * 4));
+    CHECK(2 * b.rows * b.keys * 4 <= std::max<int64_t>(t.l1_bytes / 2, 2 * 6 * b.keys * 4));
+    // Causal: fused from 2 (rows + keys) on, where it skips a quarter of the work.
+    const int64_t from = 2 * (b.rows + b.keys);
+    if (from <= fit) {
+      const Schedule cs = default_schedule(attention(Dim(2), Dim(from - 1), Dim(from - 1), 64, true), t);
+      const Schedule cl = default_schedule(attention(Dim(2), Dim(from), Dim(from), 64, true), t);
+      CHECK_FALSE((cs.find("O") && cs.find("O")->online_softmax));
+      CHECK((cl.find("O") && cl.find("O")->online_softmax));
+    }
     validate(large, sl, &t);
     CHECK_THAT(explain(large, sl, &t), Contains("online softmax"));
   }
