@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "backends/OnlineSoftmax.h"
 #include "dsl/IRVisitor.h"
 #include "schedules/LoopNest.h"
 #include "schedules/Validate.h"
@@ -320,6 +321,10 @@ class Lowering {
     std::optional<DType> compute;
     if (is_float(st.value.type())) compute = prec.compute;
 
+    if (const StageSchedule* os = s_.options.opt_level == 0 ? nullptr : s_.find(st.name); os && os->online_softmax) {
+      define_online_softmax(st, *os->online_softmax);
+      return;
+    }
     if (!st.reduce) {
       Halide::Func f(func_name(st.name));
       ExprLowering el(vars, inputs_, funcs_, types_, compute);
@@ -396,6 +401,32 @@ class Lowering {
     }
     funcs_.emplace(st.name, f);
     types_[st.name] = acc;
+  }
+
+  // online_softmax (backends/OnlineSoftmax.h): the stage as FlashAttention's
+  // loop; `funcs` replace stages or inputs in the expressions it lowers.
+  void define_online_softmax(const Stage& st, const OnlineSoftmax& os) {
+    FusedLowering fl;
+    fl.lower = [this](const Expr& e, const std::map<std::string, Halide::Expr>& vars,
+                      const std::map<std::string, Halide::Func>& funcs) {
+      std::map<std::string, Halide::ImageParam> ins = inputs_;
+      std::map<std::string, Halide::Func> fs = funcs_;
+      for (const auto& [n, f] : funcs) {
+        ins.erase(n);
+        fs[n] = f;
+      }
+      ExprLowering el(vars, ins, fs, types_, std::nullopt);
+      return el.lower(e);
+    };
+    fl.extent = [this](const Dim& d) { return extent(d); };
+    fl.input = [this](const std::string& n) -> std::optional<Halide::ImageParam> {
+      const auto in = inputs_.find(n);
+      if (in == inputs_.end()) return std::nullopt;
+      return in->second;
+    };
+    fl.stage_func = [this](const std::string& n) { return funcs_.at(n); };
+    funcs_.emplace(st.name, lower_online_softmax(p_, st, os, t_, func_name(st.name), fl, !o_.for_autoscheduler));
+    types_[st.name] = Halide::Float(32);
   }
 
   Halide::RDom make_named_rdom(const Stage& st, const std::string& pairs = "") {

@@ -110,6 +110,18 @@ struct RFactor {
   bool operator==(const RFactor&) const = default;
 };
 
+// FlashAttention for a contraction over the softmax of a score matrix
+// (O = softmax(X) V along the softmax axis; OnlineSoftmax.h in directives/):
+// one loop over tiles of `rows` query rows, and in it over blocks of `keys`
+// key positions, each block's scores, row max, exponentials and products with
+// V computed in cache and folded into a running max, sum and output
+// (rescaled by exp(m_old - m_new)), so the score matrix is never stored.
+struct OnlineSoftmax {
+  int64_t rows = 0;
+  int64_t keys = 0;
+  bool operator==(const OnlineSoftmax&) const = default;
+};
+
 struct GpuMapping {
   std::vector<std::string> blocks;   // loops mapped to GPU blocks, outermost first
   std::vector<std::string> threads;  // loops mapped to GPU threads
@@ -151,6 +163,9 @@ struct StageSchedule {
   // unguarded vectors (Halide `specialize`); smaller extents run the guarded
   // loops (see directives/Specialize.h). false: guarded loops only.
   bool specialize = false;
+  // The stage and the softmax it reads run as one fused loop (OnlineSoftmax
+  // above); it owns the stage's loops. Unset: the stages as scheduled.
+  std::optional<OnlineSoftmax> online_softmax;
   Precision precision;
   Pipelining pipeline;
   std::string device = "cpu";        // cpu | cuda | opencl

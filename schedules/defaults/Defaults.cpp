@@ -67,7 +67,9 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
 void specialize_symbolic(const Program& p, Schedule& s) {
   for (const Stage& st : p.stages()) {
     StageSchedule* ss = s.stages.count(st.name) ? &s.stages.at(st.name) : nullptr;
-    if (!ss || ss->compute.kind != Placement::Kind::Root || ss->device != "cpu" || !ss->pipeline.prefetch.empty())
+    // A fused online softmax owns the stage's loops (OnlineSoftmax.h).
+    if (!ss || ss->compute.kind != Placement::Kind::Root || ss->device != "cpu" || !ss->pipeline.prefetch.empty() ||
+        ss->online_softmax)
       continue;
     if (!directives::specialize_bounds(st, ss->loops).empty()) ss->specialize = true;
   }
@@ -223,6 +225,8 @@ Schedule default_schedule(const Program& p, const Target& t) {
   for (const Stage& st : p.stages())
     if (st.reduce && s.find(st.name) && *s.find(st.name) == StageSchedule{} && !hosts_placements(s, st.name))
       reduction(p, st, t, s);
+  // Contractions over a softmax whose scores outgrow L2: one fused loop.
+  online_softmax_attention(p, t, s);
   specialize_symbolic(p, s);
   apply_type_rules(p, t, s);
   return s;

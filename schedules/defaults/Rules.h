@@ -15,6 +15,8 @@
 //   DataMovement.cpp     transposes: lanes x lanes blocks
 //   Window.cpp           window stages over channels-first tensors: depthwise
 //                        and grouped convolutions, max / average pooling
+//   Attention.cpp        contractions over a softmax: FlashAttention's fused
+//                        loop (online_softmax) past the L2 size
 // Internal to schedules/defaults/; the measurements behind each choice are at
 // its definition.
 #pragma once
@@ -83,5 +85,9 @@ void reduction(const Program& p, const Stage& st, const Target& t, Schedule& s);
 
 // DotPairs.cpp
 void dot_pairs(const Program& p, const Target& t, Schedule& s);
+
+// Attention.cpp
+OnlineSoftmax online_softmax_block(const Target& t);  // rows x keys of its blocks
+void online_softmax_attention(const Program& p, const Target& t, Schedule& s);
 
 }  // namespace pto::defaults

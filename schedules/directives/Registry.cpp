@@ -10,6 +10,7 @@
 #include "schedules/directives/Directive.h"
 #include "schedules/directives/DotPairs.h"
 #include "schedules/directives/Loops.h"
+#include "schedules/directives/OnlineSoftmax.h"
 #include "schedules/directives/Pipeline.h"
 #include "schedules/directives/Placement.h"
 #include "schedules/directives/Precision.h"
@@ -34,6 +35,7 @@ const std::vector<const Directive*>& directives() {
       &skip_padding_directive(),
       &dot_pairs_directive(),
       &rfactor_directive(),
+      &online_softmax_directive(),
       &pipeline_directive(),
       &device_directive(),
   };

@@ -59,6 +59,10 @@ struct SpecializeDirective : Directive {
           where +
           ": specialize cannot be combined with pipeline.prefetch (the prefetch would "
           "apply to one version only); drop one of them");
+    if (ss.online_softmax)
+      throw ScheduleError(where +
+                          ": specialize cannot be combined with online_softmax (the fused loop owns the stage's "
+                          "loops and sizes its blocks itself); drop specialize");
     if (specialize_bounds(c.stage, ss.loops).empty())
       throw ScheduleError(
           where +

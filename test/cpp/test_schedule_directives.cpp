@@ -39,6 +39,7 @@ StageSchedule bad_value(std::string_view directive, const Stage& st) {
   if (directive == "pipeline") ss.pipeline.prefetch = {{"no_such_tensor", "no_such_loop", 1}};
   if (directive == "device") ss.device = "no_such_device";
   if (directive == "specialize") ss.specialize = true;  // nothing tiled to specialize
+  if (directive == "online_softmax") ss.online_softmax = OnlineSoftmax{0, 64};
   return ss;
 }
 

@@ -1,0 +1,291 @@
+#include "backends/OnlineSoftmax.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "dsl/Error.h"
+#include "schedules/directives/OnlineSoftmax.h"
+
+namespace pto {
+namespace {
+
+using HExpr = Halide::Expr;
+using Halide::Func;
+using Halide::RDom;
+using Halide::TailStrategy;
+using Halide::Var;
+
+HExpr f32(double v) { return Halide::Internal::make_const(Halide::Float(32), v); }
+const double kInf = std::numeric_limits<double>::infinity();
+
+// Which Halide dim of tensor `t`'s accesses in `e` holds variable `v` when it
+// is not the innermost one (a strided vector operand): that dim, else -1.
+int strided_dim(const pto::Expr& e, const std::string& t, const std::string& v) {
+  int found = -1;
+  std::function<void(const pto::Expr&)> go = [&](const pto::Expr& x) {
+    if (!x.defined()) return;
+    switch (x.kind()) {
+      case ExprKind::Access: {
+        const auto* a = x.as<AccessNode>();
+        if (a->tensor == t && !a->args.empty()) {
+          const auto* last = a->args.back().as<VarNode>();
+          if (!last || last->name != v)
+            for (size_t k = 0; k + 1 < a->args.size(); ++k)
+              if (const auto* av = a->args[k].as<VarNode>(); av && av->name == v)
+                found = static_cast<int>(a->args.size() - 1 - k);
+        }
+        for (const auto& y : a->args) go(y);
+        break;
+      }
+      case ExprKind::Unary: go(x.as<UnaryNode>()->a); break;
+      case ExprKind::Binary: go(x.as<BinaryNode>()->a); go(x.as<BinaryNode>()->b); break;
+      case ExprKind::Select:
+        go(x.as<SelectNode>()->cond);
+        go(x.as<SelectNode>()->true_value);
+        go(x.as<SelectNode>()->false_value);
+        break;
+      case ExprKind::Cast: go(x.as<CastNode>()->a); break;
+      default: break;
+    }
+  };
+  go(e);
+  return found;
+}
+
+// A register tile of the target: `cols` vectors across, as many rows as the
+// rest of the register file holds (one broadcast and the column operands
+// besides the accumulators): 6 x 4 on AVX-512's 32 registers.
+int tile_rows(const Target& t, int cols) {
+  return std::clamp((t.vector_registers - cols - 1) / std::max(1, cols), 1, 8);
+}
+
+}  // namespace
+
+Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax& os, const Target& t,
+                          const std::string& func_name, const FusedLowering& l, bool schedule) {
+  std::string why;
+  const auto sc = directives::softmax_contraction(p, st, &why);
+  if (!sc) throw ScheduleError("stage '" + st.name + "': online_softmax: " + why);
+  const size_t n = st.vars.size();
+  const std::string pre = func_name + "__";
+  const Dim& dq = st.shape[n - 2];
+  const Dim& dk = st.rvars[0].extent;
+  const Dim& dd = st.shape[n - 1];
+  const HExpr Lq = l.extent(dq), Lk = l.extent(dk);
+  // Blocks no larger than the static extents (a sequence of 1 is one row).
+  int64_t R = os.rows, K = os.keys;
+  if (!dq.is_symbolic()) R = std::max<int64_t>(1, std::min(R, dq.value));
+  if (!dk.is_symbolic()) K = std::max<int64_t>(1, std::min(K, dk.value));
+  const HExpr nb = (Lk + static_cast<int>(K) - 1) / static_cast<int>(K);
+  const int lanes = t.vector_lanes(DType::F32);
+
+  // Halide vars: batch dims (DSL order), the query row, key, output column.
+  std::vector<Var> hb;
+  for (size_t k = 0; k + 2 < n; ++k) hb.emplace_back(pre + "b" + std::to_string(k));
+  const Var hi(pre + "i"), hj(pre + "j"), hd(pre + "d"), hkb(pre + "kb"), hii(pre + "ii"), hqt(pre + "qt");
+  // Halide argument lists are innermost first.
+  const auto args = [&](std::vector<HExpr> inner) {
+    for (auto it = hb.rbegin(); it != hb.rend(); ++it) inner.push_back(*it);
+    return inner;
+  };
+  const auto loops = [&](std::vector<Var> inner) {
+    std::vector<Halide::VarOrRVar> r(inner.begin(), inner.end());
+    for (auto it = hb.rbegin(); it != hb.rend(); ++it) r.emplace_back(*it);
+    return r;
+  };
+  const HExpr ic = Halide::min(hi, Lq - 1), jc = Halide::min(hj, Lk - 1);
+
+  // The softmax input X(j, i, b..) at clamped indices (reads stay inside the
+  // inputs for the rows and keys a partial tile or block rounds up to), with
+  // the score contraction computed by a Func of our own, per block.
+  std::map<std::string, Func> over;
+  Func sacc(pre + "scores_acc"), sfun(pre + "scores");
+  std::vector<std::pair<Halide::Func, int>> packs;
+  const Stage* xs = p.find_stage(sc->x);
+  if (sc->scores) {
+    const Stage& s = *sc->scores;
+    std::map<std::string, HExpr> v;
+    for (size_t k = 0; k + 2 < n; ++k) v[s.vars[k]] = hb[k];
+    v[s.vars[n - 2]] = ic;
+    v[s.vars[n - 1]] = jc;
+    std::vector<Halide::Internal::ReductionVariable> rv;
+    for (auto it = s.rvars.rbegin(); it != s.rvars.rend(); ++it) rv.push_back({pre + it->name, 0, l.extent(it->extent)});
+    const RDom rd{Halide::Internal::ReductionDomain(rv)};
+    for (size_t k = 0; k < s.rvars.size(); ++k) v[s.rvars[s.rvars.size() - 1 - k].name] = rd[static_cast<int>(k)];
+    // Operands read with the key index outside their contiguous dim (k in
+    // q k^T) would be gathered per vector: read them from a copy with that
+    // dim innermost, made once.
+    std::map<std::string, Func> packed;
+    for (const std::string& r : s.reads()) {
+      const int dim = strided_dim(s.value, r, s.vars[n - 1]);
+      if (dim < 0 || !schedule) continue;
+      size_t rank = 0;
+      if (const Stage* ps = p.find_stage(r)) rank = ps->shape.size();
+      else
+        for (const TensorInfo& in : p.inputs())
+          if (in.name == r) rank = in.shape.size();
+      std::vector<Var> a;
+      for (size_t k = 0; k < rank; ++k) a.emplace_back(pre + r + "_" + std::to_string(k));
+      const std::vector<HExpr> ae(a.begin(), a.end());
+      Func pk(pre + "packed_" + r);
+      if (const auto in = l.input(r)) pk(a) = (*in)(ae);
+      else pk(a) = l.stage_func(r)(ae);
+      packed[r] = pk;
+      packs.emplace_back(pk, dim);
+    }
+    std::map<std::string, Func> sover = packed;
+    sacc(args({hj, hi})) = f32(0);
+    sacc(args({hj, hi})) += Halide::cast(Halide::Float(32), l.lower(s.value, v, sover));
+    sfun(args({hj, hi})) = sacc(args({hj, hi}));
+    over[s.name] = sfun;
+  }
+  Func xv(pre + "x");
+  if (xs && sc->scores == xs) {
+    xv = sfun;
+  } else {
+    std::map<std::string, HExpr> v;
+    const std::vector<std::string> xvars =
+        xs ? xs->vars : std::vector<std::string>{};  // an input x: indexed as (b.., i, j)
+    std::vector<HExpr> idx;
+    for (size_t k = 0; k + 2 < n; ++k) idx.push_back(hb[k]);
+    idx.push_back(ic);
+    idx.push_back(jc);
+    if (xs) {
+      for (size_t k = 0; k < n; ++k) v[xs->vars[k]] = idx[k];
+      xv(args({hj, hi})) = Halide::cast(Halide::Float(32), l.lower(xs->value, v, over));
+    } else {
+      std::vector<HExpr> hargs(idx.rbegin(), idx.rend());
+      xv(args({hj, hi})) = Halide::cast(Halide::Float(32), (*l.input(sc->x))(hargs));
+    }
+  }
+
+  // Per block kb of K keys: its row max, exponentials, row sum and P V.
+  const RDom rj(0, static_cast<int>(K), pre + "rj");
+  const HExpr j0 = hkb * static_cast<int>(K);
+  Halide::RVar pv_r;
+  Func bm(pre + "block_max"), pb(pre + "p"), lb(pre + "block_sum"), pvacc(pre + "pv_acc"), pv(pre + "pv");
+  bm(args({hi, hkb})) = f32(-kInf);
+  bm(args({hi, hkb})) =
+      Halide::max(bm(args({hi, hkb})),
+                  Halide::select(j0 + rj < Lk, xv(args({Halide::min(j0 + rj, Lk - 1), hi})), f32(-kInf)));
+  // A block with every score masked has max -inf: its exponentials are 0.
+  const auto shift = [&](HExpr i, HExpr kb) {
+    const HExpr m = bm(args({std::move(i), std::move(kb)}));
+    return Halide::select(m == f32(-kInf), f32(0), m);
+  };
+  pb(args({hj, hi})) = Halide::exp(xv(args({hj, hi})) - shift(hi, hj / static_cast<int>(K)));
+  lb(args({hi, hkb})) = f32(0);
+  lb(args({hi, hkb})) += Halide::select(j0 + rj < Lk, pb(args({Halide::min(j0 + rj, Lk - 1), hi})), f32(0));
+  {
+    RDom rvw(0, static_cast<int>(K), pre + "rv");
+    rvw.where(j0 + rvw.x < Lk);
+    std::map<std::string, HExpr> v;
+    for (size_t k = 0; k + 2 < n; ++k) v[st.vars[k]] = hb[k];
+    v[st.vars[n - 2]] = hi;
+    v[st.vars[n - 1]] = Halide::min(hd, l.extent(dd) - 1);  // V's columns past D (a rounded-up tile) clamped
+    v[st.rvars[0].name] = Halide::min(j0 + rvw.x, Lk - 1);
+    std::map<std::string, Func> pover{{sc->probs->name, pb}};
+    pvacc(args({hd, hi, hkb})) = f32(0);
+    pvacc(args({hd, hi, hkb})) += Halide::cast(Halide::Float(32), l.lower(st.value, v, pover));
+    pv(args({hd, hi, hkb})) = pvacc(args({hd, hi, hkb}));
+    pv_r = rvw.x;
+  }
+
+  // The running state of a tile's rows over the key blocks: (acc, max, sum).
+  Func state(pre + "state");
+  const HExpr row = hqt * static_cast<int>(R) + hii;
+  state(args({hd, hii, hqt})) = Halide::Tuple(f32(0), f32(-kInf), f32(0));
+  RDom rk(0, nb, pre + "rk");
+  if (sc->causal_offset)  // keys past the tile's last row (+ offset) are -inf: not visited
+    rk.where(rk.x * static_cast<int>(K) <= hqt * static_cast<int>(R) + static_cast<int>(R - 1 + *sc->causal_offset));
+  {
+    const auto cur = state(args({hd, hii, hqt}));
+    const HExpr o = cur[0], m = cur[1], s = cur[2];
+    const HExpr mb = bm(args({row, rk.x}));
+    const HExpr mn = Halide::max(m, mb);
+    const HExpr a = Halide::select(m == mn, f32(1), Halide::exp(m - mn));
+    const HExpr b = Halide::select(mb == mn, f32(1), Halide::exp(mb - mn));
+    state(args({hd, hii, hqt})) =
+        Halide::Tuple(o * a + b * pv(args({hd, row, rk.x})), mn, s * a + b * lb(args({row, rk.x})));
+  }
+  Func out(func_name);
+  {
+    const auto fin = state(args({hd, hi % static_cast<int>(R), hi / static_cast<int>(R)}));
+    out(args({hd, hi})) = fin[0] / fin[2];
+  }
+  if (!schedule) return out;
+
+  // Schedule. Vectors along the output column d (V's contiguous dim), guarded
+  // where D is not a multiple of the lanes.
+  const bool dvec = dd.is_symbolic() || dd.value >= lanes;
+  const Var qo(pre + "qo"), qi(pre + "qi");
+  out.split(hi, qo, qi, static_cast<int>(R), TailStrategy::GuardWithIf);
+  out.reorder(loops({hd, qi, qo}));
+  Var fused = qo;
+  for (auto it = hb.rbegin(); it != hb.rend(); ++it) {
+    const Var f(fused.name() + "_" + it->name());
+    out.fuse(fused, *it, f);
+    fused = f;
+  }
+  out.parallel(fused);
+  if (dvec) out.vectorize(hd, lanes, TailStrategy::GuardWithIf);
+
+  state.compute_at(out, fused);
+  if (dvec) state.vectorize(hd, lanes, TailStrategy::GuardWithIf);
+  state.update(0).reorder(hd, hii, rk.x);
+  if (dvec) state.update(0).vectorize(hd, lanes, TailStrategy::GuardWithIf);
+
+  // Score block: register tiles of `rows` x 4 vectors, accumulated over the
+  // head dim in registers (the contraction micro-kernel's shape).
+  const Halide::RVar rkx(rk.x);
+  if (sc->scores) {
+    const int cols = 4;
+    const int rows = tile_rows(t, cols);
+    const Var jo(pre + "jo"), ji(pre + "ji"), io(pre + "io"), iin(pre + "iin");
+    sfun.compute_at(state, rkx);
+    sfun.tile(hj, hi, jo, io, ji, iin, cols * lanes, rows, TailStrategy::RoundUp);
+    sfun.reorder(loops({ji, iin, jo, io}));
+    sfun.vectorize(ji, lanes);
+    sacc.compute_at(sfun, jo);
+    sacc.vectorize(hj, lanes).unroll(hj).unroll(hi);
+    std::vector<Halide::VarOrRVar> order{hj, hi};
+    for (int k = 0; k < static_cast<int>(sc->scores->rvars.size()); ++k)
+      order.emplace_back(Halide::RVar(pre + sc->scores->rvars[sc->scores->rvars.size() - 1 - k].name));
+    sacc.update().reorder(order).vectorize(hj, lanes).unroll(hj).unroll(hi);
+    for (auto& [pk, dim] : packs) {
+      std::vector<Var> a = pk.args();
+      std::vector<Var> so{a[static_cast<size_t>(dim)]};
+      for (size_t k = 0; k < a.size(); ++k)
+        if (static_cast<int>(k) != dim) so.push_back(a[k]);
+      pk.compute_root().reorder_storage(so);
+      if (a.size() >= 3) pk.parallel(a.back());
+    }
+  }
+  bm.compute_at(state, rkx);
+  bm.update().split(rj.x, Halide::RVar(pre + "rjo"), Halide::RVar(pre + "rji"), lanes, TailStrategy::GuardWithIf);
+  if (K % lanes == 0) bm.update().atomic().vectorize(Halide::RVar(pre + "rji"));
+  pb.compute_at(state, rkx).vectorize(hj, lanes, TailStrategy::RoundUp);
+  lb.compute_at(state, rkx);
+  lb.update().split(rj.x, Halide::RVar(pre + "rjo2"), Halide::RVar(pre + "rji2"), lanes, TailStrategy::GuardWithIf);
+  if (K % lanes == 0) lb.update().atomic().vectorize(Halide::RVar(pre + "rji2"));
+  // P V: register tiles of `rows` x up to 4 vectors of d, accumulated over the block.
+  {
+    const int dcols = dd.is_symbolic() ? 4 : static_cast<int>(std::clamp<int64_t>((dd.value + lanes - 1) / lanes, 1, 4));
+    const int rows = tile_rows(t, dcols);
+    const Var d_o(pre + "do"), d_i(pre + "di"), io(pre + "pio"), iin(pre + "piin");
+    pv.compute_at(state, rkx);
+    if (dvec) {
+      pv.split(hd, d_o, d_i, dcols * lanes, TailStrategy::RoundUp).split(hi, io, iin, rows, TailStrategy::RoundUp);
+      pv.reorder(loops({d_i, iin, d_o, io, hkb}));
+      pv.vectorize(d_i, lanes);
+      pvacc.compute_at(pv, d_o);
+      pvacc.vectorize(hd, lanes).unroll(hd).unroll(hi);
+      pvacc.update().reorder(hd, hi, pv_r).vectorize(hd, lanes).unroll(hd).unroll(hi);
+    } else {
+      pvacc.compute_at(pv, hi);
+    }
+  }
+  return out;
+}
+
+}  // namespace pto

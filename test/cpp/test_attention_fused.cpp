@@ -1,0 +1,192 @@
+// The online_softmax directive (schedules/directives/OnlineSoftmax.h,
+// backends/OnlineSoftmax.cpp): attention as FlashAttention's fused loop.
+// Every numeric check compares with the float64 interpreter, which evaluates
+// the plain stages (scores, softmax, product with V): causal and not, blocks
+// that do and do not divide the sequence, a sequence of 1, odd head dims,
+// several heads, symbolic lengths; and the default's choice between the fused
+// and the materialized form, and the errors that name the stage.
+#include <catch2/catch.hpp>
+
+#include "Helpers.h"
+#include "dsl/Workloads.h"
+#include "dsl/ops/Ops.h"
+#include "schedules/Explain.h"
+#include "schedules/Validate.h"
+#include "schedules/defaults/Defaults.h"
+#include "schedules/directives/OnlineSoftmax.h"
+#include "target/Target.h"
+
+using namespace pto;
+using namespace pto::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// softmax(q k^T / sqrt(D) [+ causal mask]) v over [H, Lq, D] x [H, Lk, D] (H = 0: no head dim).
+Program attention(const Dim& h, const Dim& lq, const Dim& lk, int64_t d, bool causal) {
+  Program p("attn");
+  const auto shape = [&](const Dim& l) { return h.is_symbolic() || h.value ? Shape{h, l, d} : Shape{l, d}; };
+  const Tensor q = p.input("Q", shape(lq)), k = p.input("K", shape(lk)), v = p.input("V", shape(lk));
+  p.output(ops::scaled_dot_product_attention(q, k, v, Tensor(), causal, std::nullopt, "O"));
+  return p;
+}
+
+// max error ratio of the kernel vs float64 with `sizes` for the symbolic dims.
+double check(const Program& p, const Schedule& s, const std::map<std::string, int64_t>& sizes = {}) {
+  const Target t = parse_target("host");
+  validate(p, s, &t);
+  const Kernel k(p, s, t);
+  std::mt19937 rng(7);
+  std::map<std::string, HostTensor> in;
+  for (const auto& i : p.inputs()) {
+    std::vector<int64_t> shape;
+    for (const Dim& d : i.shape) shape.push_back(d.is_symbolic() ? sizes.at(d.sym) : d.value);
+    in[i.name] = random_tensor(shape, rng, -2, 2);
+  }
+  // Scores of |q k| <= 4 D / sqrt(D); f32 rounding of the scores (D products),
+  // of exp and of sums over Lk keys, in a different order than float64's.
+  return tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("O"), 2e-5, 2e-5);
+}
+
+Schedule fused(const Program& p, int64_t rows, int64_t keys) {
+  Schedule s = default_schedule(p, parse_target("host"));
+  StageSchedule ss;
+  ss.online_softmax = OnlineSoftmax{rows, keys};
+  s["O"] = ss;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("online_softmax: the softmax contraction and its causal mask are found", "[attention]") {
+  {
+    const Program p = attention(Dim(2), Dim(16), Dim(16), 8, true);
+    const auto sc = directives::softmax_contraction(p, p.stage("O"));
+    REQUIRE(sc);
+    REQUIRE(sc->scores);
+    CHECK(sc->causal_offset == 0);
+    CHECK(sc->probs->op == "softmax");
+  }
+  {
+    const Program p = attention(Dim(0), Dim(16), Dim(16), 8, false);
+    const auto sc = directives::softmax_contraction(p, p.stage("O"));
+    REQUIRE(sc);
+    CHECK_FALSE(sc->causal_offset);
+  }
+  {
+    // The attention workload: softmax reads the score contraction directly.
+    const Program p = make_workload("attention", {{"S", 32}, {"D", 16}});
+    const auto sc = directives::softmax_contraction(p, p.stage("O"));
+    REQUIRE(sc);
+    REQUIRE(sc->scores);
+    CHECK(sc->scores->name == sc->x);
+  }
+  {
+    // A plain matmul has no softmax.
+    Program p("mm");
+    const Tensor a = p.input("A", {8, 8}), b = p.input("B", {8, 8});
+    p.output(ops::matmul(a, b, "C"));
+    std::string why;
+    CHECK_FALSE(directives::softmax_contraction(p, p.stage("C"), &why));
+    CHECK_THAT(why, Contains("softmax"));
+  }
+}
+
+TEST_CASE("online_softmax matches float64: causal and not, ragged blocks, odd sizes", "[attention]") {
+  struct Case {
+    int64_t h, lq, lk, d;
+  };
+  for (const Case& c : {Case{0, 1, 1, 1}, Case{2, 7, 13, 5}, Case{1, 33, 70, 17}, Case{3, 100, 100, 64},
+                        Case{0, 130, 61, 32}, Case{2, 64, 64, 128}}) {
+    for (const bool causal : {false, true}) {
+      const Program p = attention(Dim(c.h), Dim(c.lq), Dim(c.lk), c.d, causal);
+      for (const auto& [rows, keys] : std::vector<std::pair<int64_t, int64_t>>{{48, 64}, {5, 7}, {1, 1}, {30, 128}}) {
+        INFO("H " << c.h << " Lq " << c.lq << " Lk " << c.lk << " D " << c.d << " causal " << causal << " block "
+                  << rows << " x " << keys);
+        CHECK(check(p, fused(p, rows, keys)) <= 1.0);
+      }
+    }
+  }
+}
+
+TEST_CASE("online_softmax: symbolic lengths, one kernel for every size", "[attention]") {
+  for (const bool causal : {false, true}) {
+    const Program p = attention(Dim::symbol("H"), Dim::symbol("S"), Dim::symbol("S"), 16, causal);
+    const Schedule s = default_schedule(p, parse_target("host"));
+    REQUIRE(s.find("O"));
+    CHECK(s.find("O")->online_softmax);  // symbolic: the fused loop
+    for (const int64_t n : {1, 37, 130}) {
+      INFO("causal " << causal << " S " << n);
+      CHECK(check(p, s, {{"H", 2}, {"S", n}}) <= 1.0);
+    }
+  }
+}
+
+TEST_CASE("online_softmax: the default fuses where one head's scores outgrow L2", "[attention][defaults]") {
+  for (const char* name : {"x86-64-avx512", "x86-64-avx2", "host"}) {
+    const Target t = parse_target(name);
+    INFO(name << ": L2 " << t.l2_bytes);
+    // Largest square length whose f32 scores fit half the L2, and twice it.
+    int64_t fit = 1;
+    while ((2 * fit) * (2 * fit) * 4 <= t.l2_bytes / 2) fit *= 2;
+    const Program small = attention(Dim(2), Dim(fit), Dim(fit), 64, false);
+    const Program large = attention(Dim(2), Dim(2 * fit), Dim(2 * fit), 64, false);
+    const Schedule ss = default_schedule(small, t), sl = default_schedule(large, t);
+    CHECK_FALSE((ss.find("O") && ss.find("O")->online_softmax));
+    REQUIRE(sl.find("O"));
+    REQUIRE(sl.find("O")->online_softmax);
+    const OnlineSoftmax b = *sl.find("O")->online_softmax;
+    CHECK(b.keys == 4 * t.vector_lanes(DType::F32));
+    CHECK(b.rows % 6 == 0);
+    CHECK(2 * b.rows * b.keys * 4 <= std::max<int64_t>(t.l1_bytes / 2, 2 * 6 * b.keys * 4));
+    // Causal: fused from 2 (rows + keys) on, where it skips a quarter of the work.
+    const int64_t from = 2 * (b.rows + b.keys);
+    if (from <= fit) {
+      const Schedule cs = default_schedule(attention(Dim(2), Dim(from - 1), Dim(from - 1), 64, true), t);
+      const Schedule cl = default_schedule(attention(Dim(2), Dim(from), Dim(from), 64, true), t);
+      CHECK_FALSE((cs.find("O") && cs.find("O")->online_softmax));
+      CHECK((cl.find("O") && cl.find("O")->online_softmax));
+    }
+    validate(large, sl, &t);
+    CHECK_THAT(explain(large, sl, &t), Contains("online softmax"));
+  }
+  // The default's fused form runs and matches at a length past the threshold.
+  const Target host = parse_target("host");
+  int64_t fit = 1;
+  while ((2 * fit) * (2 * fit) * 4 <= host.l2_bytes / 2) fit *= 2;
+  const Program p = attention(Dim(0), Dim(2 * fit + 3), Dim(2 * fit + 3), 24, true);
+  const Schedule s = default_schedule(p, host);
+  REQUIRE(s.find("O"));
+  CHECK(s.find("O")->online_softmax);
+  CHECK(check(p, s) <= 1.0);
+}
+
+TEST_CASE("online_softmax: errors name the stage, the directive and what is valid", "[attention]") {
+  const Target t = parse_target("host");
+  const Program p = attention(Dim(0), Dim(16), Dim(16), 8, true);
+  {
+    Schedule s = fused(p, 8, 8);
+    s["O"].loops.parallel = {"i"};
+    try {
+      validate(p, s, &t);
+      FAIL("accepted loops with online_softmax");
+    } catch (const ScheduleError& e) {
+      CHECK_THAT(std::string(e.what()), Contains("'O'") && Contains("online_softmax") && Contains("must be empty"));
+    }
+  }
+  {
+    Schedule s = fused(p, 8, 8);
+    s["O_scores"].online_softmax = OnlineSoftmax{8, 8};
+    try {
+      validate(p, s, &t);
+      FAIL("accepted online_softmax on the score contraction");
+    } catch (const ScheduleError& e) {
+      CHECK_THAT(std::string(e.what()), Contains("'O_scores'") && Contains("online_softmax") && Contains("softmax"));
+    }
+  }
+  {
+    Schedule s = fused(p, 8, 8);
+    s["O"].online_softmax->rows = 0;
+    CHECK_THROWS_AS(validate(p, s, &t), ScheduleError);
+  }
+}
