@@ -49,7 +49,10 @@ void blocked_transpose(const Stage& st, const Target& t, Schedule& s) {
   const std::string& inner = st.vars.back();
   const auto vk = std::find(st.vars.begin(), st.vars.end(), *v) - st.vars.begin();
   const int64_t ev = static_extent(st.shape[static_cast<size_t>(vk)]), ei = static_extent(st.shape.back());
-  if (lanes < 2 || ev < lanes || ei < lanes) return;  // symbolic or narrower than a block
+  // Symbolic dims take the blocks too: their tails are guarded, and the
+  // specialize directive runs whole blocks where the extents hold one.
+  const auto narrow = [&](int64_t e) { return e > 0 && e < lanes; };
+  if (lanes < 2 || narrow(ev) || narrow(ei)) return;
   LoopSchedule ls;
   ls.tile[*v] = {lanes};
   ls.tile[inner] = {lanes};

@@ -153,7 +153,7 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
 // computed at a consumer sees regions of any size, symbolic dims may be
 // smaller than a tile, and updates must not run twice on one point.
 void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update,
-                 bool root, bool fits) {
+                 bool root, bool fits, const CoreBlocks* blocks) {
   const auto nest = loop_nest(st, ls, update);
   auto vr = [&](const std::string& n) {
     return Halide::VarOrRVar(n, update && is_reduction_loop(st, n));
@@ -229,7 +229,22 @@ void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool
     else
       hs.unroll(vr(n), factor, l.name == l.dim ? tail(l.dim) : Halide::TailStrategy::GuardWithIf);
   }
-  for (const auto& n : ls.parallel) hs.parallel(vr(n));
+  for (const auto& n : ls.parallel) {
+    const auto k = std::find(st.vars.begin(), st.vars.end(), n) - st.vars.begin();
+    const bool whole_symbolic_dim = static_cast<size_t>(k) < st.vars.size() && st.shape[k].is_symbolic() &&
+                                    !ls.tile.count(n);
+    if (blocks && blocks->cores > 1 && root && !update && whole_symbolic_dim && !blocks->hosts(n)) {
+      const Halide::Expr e = blocks->extent(st.shape[k]);
+      hs.parallel(vr(n), Halide::max(1, (e + blocks->cores - 1) / blocks->cores), Halide::TailStrategy::GuardWithIf);
+    } else {
+      hs.parallel(vr(n));
+    }
+  }
+}
+
+CoreBlocks core_blocks(ApplyContext& c) {
+  return {c.target().cores, [&c](const Dim& d) { return c.extent(d); },
+          [&c](const std::string& loop) { return c.hosts(loop); }};
 }
 
 std::string loop_marks(const LoopSchedule& ls, const Loop& l) {
@@ -305,7 +320,8 @@ struct LoopsDirective : Directive {
 
   void apply(ApplyContext& c) const override {
     const StageSchedule& ss = c.schedule();
-    apply_loops(c.stage(), c.func(), ss.loops, false, ss.compute.kind == Placement::Kind::Root);
+    const CoreBlocks blocks = core_blocks(c);
+    apply_loops(c.stage(), c.func(), ss.loops, false, ss.compute.kind == Placement::Kind::Root, false, &blocks);
   }
 
  protected:

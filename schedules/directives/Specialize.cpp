@@ -85,7 +85,8 @@ struct SpecializeDirective : Directive {
       cond = cond.defined() ? (cond && e) : e;
     }
     if (!cond.defined()) return;
-    apply_loops(st, c.func().specialize(cond), ss.loops, false, true, /*fits=*/true);
+    const CoreBlocks blocks = core_blocks(c);
+    apply_loops(st, c.func().specialize(cond), ss.loops, false, true, /*fits=*/true, &blocks);
   }
 
   // Its loops print once: the version for extents that hold every tile.

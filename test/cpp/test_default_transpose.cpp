@@ -58,3 +58,35 @@ TEST_CASE("default transposes run in vector blocks and match the interpreter exa
     CHECK(tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("Y"), 6e-8, 0) <= 1.0);
   }
 }
+
+// Symbolic extents: the transpose keeps its blocks (guarded tails, and the
+// specialized version with shifted ones), and a root stage parallel over a
+// whole symbolic dim runs one block of it per core (CoreBlocks in
+// directives/Loops.h); both are exact at sizes below, at and past a block
+// and past the core count.
+TEST_CASE("symbolic transposes and symbolic parallel dims are exact at every size",
+          "[defaults][movement][symbolic]") {
+  const Target t = parse_target("host");
+  Program p("dyn_transpose_bias_relu");
+  const Tensor x = p.input("X", {Dim::symbol("R"), Dim::symbol("C")});
+  const Tensor b = p.input("b", {Dim::symbol("C")});
+  p.output(ops::transpose(x, {1, 0}, "T"));
+  p.output(ops::relu(ops::add(x, b, "xb"), "Y"));
+  const Schedule s = default_schedule(p, t);
+  const Stage& ts = p.stage("T");
+  CHECK(s.find("T")->loops.vectorize == inner_loop(ts.vars.back()));  // blocked
+  CHECK(s.find("Y")->loops.parallel == std::vector<std::string>{p.stage("Y").vars[0]});
+  const Kernel k(p, s, t);
+  std::mt19937 rng(5);
+  for (const auto& [r, c] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {1, 37}, {3, 2}, {17, 16}, {16, 17}, {33, 129}, {130, 48}, {1031, 7}}) {
+    CAPTURE(r, c);
+    const std::map<std::string, HostTensor> in = {{"X", random_tensor({r, c}, rng)},
+                                                  {"b", random_tensor({c}, rng)}};
+    const auto got = run_f32(k, in);
+    const auto want = interpret(p, in);
+    // A copy and one f32 add: within 2 roundings of float64.
+    CHECK(tolerance_ratio(got[0], want.at("T"), 6e-8, 0) <= 1.0);
+    CHECK(tolerance_ratio(got[1], want.at("Y"), 1.2e-7, 1e-7) <= 1.0);
+  }
+}
