@@ -110,9 +110,31 @@ class StageSchedule(LoopDirectives):
             p["prefetch"] = prefetch
         return self
 
-    def rfactor(self, rvar: str, factor: int) -> "StageSchedule":
-        """Vectorized partial reductions: reduction variable `rvar` split into `factor` lanes."""
-        self._d["rfactor"] = {"rvar": rvar, "factor": int(factor)}
+    def rfactor(self, rvar: str, factor: int, parallel: bool = False,
+                vector_lanes: int = 0) -> "StageSchedule":
+        """Vectorized partial reductions: reduction variable `rvar` split into `factor` lanes.
+
+        With `parallel`, `rvar` is split into chunks of `factor` run across cores instead, each
+        chunk with `vector_lanes` partials (0: vectorized along the stage's innermost dim)."""
+        rf: dict[str, Any] = {"rvar": rvar, "factor": int(factor)}
+        if parallel:
+            rf["parallel"] = True
+        if vector_lanes:
+            rf["vector_lanes"] = int(vector_lanes)
+        self._d["rfactor"] = rf
+        return self
+
+    def specialize(self, on: bool = True) -> "StageSchedule":
+        """A second version of the loops for symbolic extents that hold every tile (tails shift inwards)."""
+        if on:
+            self._d["specialize"] = True
+        else:
+            self._d.pop("specialize", None)
+        return self
+
+    def online_softmax(self, rows: int, keys: int) -> "StageSchedule":
+        """Attention as one fused loop over blocks of `rows` queries x `keys` keys (running max and sum)."""
+        self._d["online_softmax"] = {"rows": int(rows), "keys": int(keys)}
         return self
 
     def skip_padding(self, *dims: str) -> "StageSchedule":

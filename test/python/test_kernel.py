@@ -120,6 +120,30 @@ def test_schedule_skip_padding_and_rfactor(rng):
     rowsum.schedule()["s"].rfactor("r1", 16)
     assert "rfactor of r1 by 16" in rowsum.explain()
     np.testing.assert_allclose(rowsum(a), a.astype(np.float64).sum(axis=1), **f32_matmul_tol(96))
+    # Chunks of a long row across cores, each with 16 lanes of partials (the last chunk guarded).
+    b = rng.random((3, 1001), dtype=np.float32)
+    rowsum(b)
+    rowsum.schedule(b)["s"].rfactor("r1", 256, parallel=True, vector_lanes=16)
+    assert rowsum.schedule(b).to_dict()["stages"]["s"]["rfactor"] == {
+        "rvar": "r1", "factor": 256, "parallel": True, "vector_lanes": 16}
+    np.testing.assert_allclose(rowsum(b), b.astype(np.float64).sum(axis=1), **f32_matmul_tol(1001))
+
+
+def test_schedule_specialize(rng):
+    # A dynamic kernel's root stage: specialized loops (tails shifted inwards) for sizes that hold
+    # its vector, guarded ones below; both versions, and the guarded one alone, are exact.
+    @pypto.kernel
+    def relu(X):
+        return pypto.ops.relu(X, name="y")
+    for shape in ((3, 5), (40, 70)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_array_equal(relu(x), np.maximum(x, 0))
+    assert "specialized" in relu.explain(x)
+    relu.schedule(x)["y"].specialize(False)
+    assert "specialized" not in relu.explain(x)
+    for shape in ((3, 5), (40, 70)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        np.testing.assert_array_equal(relu(x), np.maximum(x, 0))
 
 
 def test_schedule_dot_pairs(rng):
