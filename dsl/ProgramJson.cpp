@@ -1,7 +1,9 @@
 #include "dsl/ProgramJson.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 
 #include "dsl/IRVisitor.h"
 
@@ -16,7 +18,12 @@ class ToJson : public IRVisitor {
 
  protected:
   void visit_const(const ConstNode& n) override {
-    out = {{"k", "const"}, {"v", n.value}, {"t", to_string(n.type)}};
+    // JSON has no Inf or NaN (nlohmann writes them as null): they are written
+    // as the strings "inf", "-inf" and "nan" (a max pool's -inf padding).
+    const json v = std::isnan(n.value)   ? json("nan")
+                   : std::isinf(n.value) ? json(n.value > 0 ? "inf" : "-inf")
+                                         : json(n.value);
+    out = {{"k", "const"}, {"v", v}, {"t", to_string(n.type)}};
     if (n.weak) out["weak"] = true;
   }
   void visit_var(const VarNode& n) override { out = {{"k", "var"}, {"n", n.name}}; }
@@ -115,10 +122,19 @@ Expr expr_from_json_depth(const json& j, int depth) {
   auto sub = [&](const char* key) { return expr_from_json_depth(field(j, key, "expression"), depth + 1); };
   if (k == "const") {
     const json& v = field(j, "v", "const");
-    if (!v.is_number()) throw DefinitionError("program JSON: const value must be a number");
+    double value = 0;
+    if (v.is_number()) {
+      value = v.get<double>();
+    } else if (v.is_string() && (v == "inf" || v == "-inf" || v == "nan")) {
+      value = v == "nan" ? std::numeric_limits<double>::quiet_NaN()
+                         : (v == "inf" ? 1 : -1) * std::numeric_limits<double>::infinity();
+    } else {
+      throw DefinitionError("program JSON: const value must be a number or one of \"inf\", \"-inf\", \"nan\"; got " +
+                            v.dump());
+    }
     const DType t = parse_dtype(str_field(j, "t", "const"));
     const bool weak = j.value("weak", false);
-    return Expr(std::make_shared<const ConstNode>(v.get<double>(), t, weak));
+    return Expr(std::make_shared<const ConstNode>(value, t, weak));
   }
   if (k == "var") return var(str_field(j, "n", "var"));
   if (k == "access") {

@@ -1,6 +1,9 @@
 // DSL: construction, validation errors, JSON round trips, the reference interpreter.
 #include <catch2/catch.hpp>
 
+#include <limits>
+#include <regex>
+
 #include "dsl/Analysis.h"
 #include "dsl/Interpreter.h"
 #include "dsl/ProgramJson.h"
@@ -70,6 +73,27 @@ TEST_CASE("every workload round-trips through JSON unchanged", "[dsl][json]") {
     CHECK(q.str() == p.str());
     CHECK(program_fingerprint(q) == program_fingerprint(p));
   }
+}
+
+// JSON has no Inf or NaN: a max pool's -inf padding (and any non-finite
+// constant) is written as a string and read back as the same value.
+TEST_CASE("non-finite constants round-trip through program JSON", "[dsl][json]") {
+  Program p("nonfinite");
+  const Tensor x = p.input("X", {1, 2, 6, 6});
+  p.output(ops::max_pool2d(x, {{3, 3}, {2, 2}, {1, 1}}, "pool"));
+  p.output(p.define("weird", {"i"}, {3},
+                    select(var("i") == 0, make_const(std::numeric_limits<double>::infinity(), DType::F32),
+                           select(var("i") == 1, make_const(std::numeric_limits<double>::quiet_NaN(), DType::F32),
+                                  make_const(-0.5, DType::F32))),
+                    OpKind::Elementwise, "const"));
+  const std::string j = program_to_json_string(p);
+  CHECK_THAT(j, Contains("\"-inf\""));
+  CHECK_THAT(j, Contains("\"nan\""));
+  const Program q = program_from_json_string(j);
+  CHECK(program_to_json_string(q) == j);
+  CHECK(q.str() == p.str());
+  CHECK_THROWS_WITH(program_from_json_string(std::regex_replace(j, std::regex("\"-inf\""), "\"minus\"")),
+                    Contains("const value must be a number or one of"));
 }
 
 TEST_CASE("hostile program JSON gives DefinitionError, never a crash", "[dsl][json][errors]") {
