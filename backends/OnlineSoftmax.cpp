@@ -325,7 +325,7 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
     const int cols = 4;
     const int rows = tile_rows(t, cols);
     const Var jo(pre + "jo"), ji(pre + "ji"), io(pre + "io"), iin(pre + "iin");
-    sfun.compute_at(state, rkx).bound_extent(hj, static_cast<int>(K));
+    sfun.compute_at(state, rkx);
     sfun.tile(hj, hi, jo, io, ji, iin, cols * lanes, rows, TailStrategy::RoundUp);
     sfun.reorder(loops({ji, iin, jo, io}));
     sfun.vectorize(ji, lanes);
@@ -351,7 +351,7 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
   bm.compute_at(state, rkx);
   bm.update().split(rj.x, Halide::RVar(pre + "rjo"), Halide::RVar(pre + "rji"), lanes, TailStrategy::GuardWithIf);
   if (K % lanes == 0) bm.update().atomic().vectorize(Halide::RVar(pre + "rji"));
-  pb.compute_at(state, rkx).bound_extent(hj, static_cast<int>(K)).vectorize(hj, lanes, TailStrategy::RoundUp);
+  pb.compute_at(state, rkx).vectorize(hj, lanes, TailStrategy::RoundUp);
   lb.compute_at(state, rkx);
   lb.update().split(rj.x, Halide::RVar(pre + "rjo2"), Halide::RVar(pre + "rji2"), lanes, TailStrategy::GuardWithIf);
   if (K % lanes == 0) lb.update().atomic().vectorize(Halide::RVar(pre + "rji2"));
