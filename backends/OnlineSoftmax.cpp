@@ -231,23 +231,25 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
     const HExpr m = bm(args({std::move(i), std::move(kb)}));
     return Halide::select(m == f32(-kInf), f32(0), m);
   };
-  pb(args({hj, hi})) = Halide::exp(xv(args({hj, hi})) - shift(hi, hj / static_cast<int>(K)));
+  // Zero past Lk, so that P V may run a rounded-up block unmasked.
+  pb(args({hj, hi})) =
+      Halide::select(hj < Lk, Halide::exp(xv(args({hj, hi})) - shift(hi, hj / static_cast<int>(K))), f32(0));
   lb(args({hi, hkb})) = f32(0);
   lb(args({hi, hkb})) += Halide::select(j0 + rj < Lk, pb(args({j0 + rj, hi})), f32(0));
   {
     RDom rvw(0, static_cast<int>(K), pre + "rv");
-    rvw.where(j0 + rvw.x < Lk);
     std::map<std::string, HExpr> v;
     for (size_t k = 0; k + 2 < n; ++k) v[st.vars[k]] = hb[k];
     v[st.vars[n - 2]] = hi;
-    v[st.rvars[0].name] = Halide::min(j0 + rvw.x, Lk - 1);
     std::map<std::string, Func> pover{{sc->probs->name, pb}};
-    // V's columns past D (a rounded-up tile of d) are clamped. Where D is
-    // symbolic, a clamp per lane makes every load of V a gather (2x on the
-    // whole kernel): read instead a copy of V whose rows are padded by
-    // clamping, made once (Lk x D floats against the Lk x Lq work).
+    // V's rows past Lk (a rounded-up key block) and columns past D (a
+    // rounded-up tile of d) are clamped. Where D is symbolic, a clamp per
+    // lane makes every load of V a gather (2x on the whole kernel), and a
+    // clamped key makes every block's buffers variable-size where Lk is:
+    // read instead a copy of V clamped in every dim, made once (Lk x D
+    // floats against the Lq x Lk work), at indices past its extents.
     std::set<std::string> safe{sc->probs->name};
-    if (dd.is_symbolic() && schedule)
+    if ((dd.is_symbolic() || dk.is_symbolic()) && schedule)
       for (const std::string& r : st.reads()) {
         if (r == sc->probs->name) continue;
         std::vector<Dim> shape;
@@ -255,11 +257,11 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
         else
           for (const TensorInfo& in : p.inputs())
             if (in.name == r) shape = in.shape;
-        if (shape.empty() || !shape.back().is_symbolic() || strided_dim(st.value, r, st.vars[n - 1]) >= 0) continue;
+        if (shape.empty()) continue;
         std::vector<Var> a;
         for (size_t k = 0; k < shape.size(); ++k) a.emplace_back(pre + r + "_pad" + std::to_string(k));
-        std::vector<HExpr> ae(a.begin(), a.end());
-        ae[0] = Halide::min(ae[0], l.extent(shape.back()) - 1);
+        std::vector<HExpr> ae;
+        for (size_t k = 0; k < shape.size(); ++k) ae.push_back(Halide::min(a[k], l.extent(shape[shape.size() - 1 - k]) - 1));
         Func pk(pre + "padded_" + r);
         if (const auto in = l.input(r)) pk(a) = (*in)(ae);
         else pk(a) = l.stage_func(r)(ae);
@@ -268,6 +270,12 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
         pads.push_back(pk);
       }
     v[st.vars[n - 1]] = reads_unsafe(st.value, safe, st.vars[n - 1]) ? Halide::min(hd, l.extent(dd) - 1) : HExpr(hd);
+    if (reads_unsafe(st.value, safe, st.rvars[0].name)) {
+      rvw.where(j0 + rvw.x < Lk);
+      v[st.rvars[0].name] = Halide::min(j0 + rvw.x, Lk - 1);
+    } else {
+      v[st.rvars[0].name] = j0 + rvw.x;  // pb is 0 there
+    }
     pvacc(args({hd, hi, hkb})) = f32(0);
     pvacc(args({hd, hi, hkb})) += Halide::cast(Halide::Float(32), l.lower(st.value, v, pover));
     pv(args({hd, hi, hkb})) = pvacc(args({hd, hi, hkb}));
