@@ -52,10 +52,11 @@ double check(const Program& p, const Schedule& s, const std::map<std::string, in
 // Whether the schedule runs O as the fused loop.
 bool fuses(const Schedule& s) { return s.find("O") && s.find("O")->online_softmax; }
 
-// The largest power-of-two square length whose f32 scores fit half of t's L2.
-int64_t fit_length(const Target& t) {
+// The largest power-of-two square length whose f32 scores, over `heads`
+// heads, fit half of t's L2.
+int64_t fit_length(const Target& t, int64_t heads) {
   int64_t fit = 1;
-  while ((2 * fit) * (2 * fit) * 4 <= t.l2_bytes / 2) fit *= 2;
+  while (heads * (2 * fit) * (2 * fit) * 4 <= t.l2_bytes / 2) fit *= 2;
   return fit;
 }
 
@@ -149,17 +150,19 @@ TEST_CASE("online_softmax: every dim symbolic (heads, length, head dim), odd and
   }
 }
 
-TEST_CASE("online_softmax: the default fuses where one head's scores outgrow L2", "[attention][defaults]") {
+TEST_CASE("online_softmax: the default fuses where the scores of all heads outgrow L2", "[attention][defaults]") {
   for (const char* name : {"x86-64-avx512", "x86-64-avx2", "host"}) {
     const Target t = parse_target(name);
     INFO(name << ": L2 " << t.l2_bytes);
-    // Largest square length whose f32 scores fit half the L2, and twice it.
-    const int64_t fit = fit_length(t);
+    // Largest square length whose f32 scores (2 heads) fit half the L2, and
+    // twice it; and the same length with 8x the heads, whose scores do not.
+    const int64_t fit = fit_length(t, 2);
     const Program small = attention(Dim(2), Dim(fit), Dim(fit), Dim(64), false);
     const Program large = attention(Dim(2), Dim(2 * fit), Dim(2 * fit), Dim(64), false);
     const Schedule ss = default_schedule(small, t), sl = default_schedule(large, t);
     CHECK_FALSE(fuses(ss));
     REQUIRE(fuses(sl));
+    CHECK(fuses(default_schedule(attention(Dim(16), Dim(fit), Dim(fit), Dim(64), false), t)));
     const OnlineSoftmax b = *sl.find("O")->online_softmax;
     CHECK(b.keys == 4 * t.vector_lanes(DType::F32));
     CHECK(b.rows % 6 == 0);
@@ -175,7 +178,7 @@ TEST_CASE("online_softmax: the default fuses where one head's scores outgrow L2"
   }
   // The default's fused form runs and matches at a length past the threshold.
   const Target host = parse_target("host");
-  const int64_t fit = fit_length(host);
+  const int64_t fit = fit_length(host, 1);
   const Program p = attention(Dim(0), Dim(2 * fit + 3), Dim(2 * fit + 3), Dim(24), true);
   const Schedule s = default_schedule(p, host);
   CHECK(fuses(s));
