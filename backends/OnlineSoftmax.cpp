@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "dsl/Error.h"
 #include "schedules/directives/OnlineSoftmax.h"
@@ -34,6 +35,53 @@ int strided_dim(const pto::Expr& e, const std::string& t, const std::string& v) 
               if (const auto* av = a->args[k].as<VarNode>(); av && av->name == v)
                 found = static_cast<int>(a->args.size() - 1 - k);
         }
+        for (const auto& y : a->args) go(y);
+        break;
+      }
+      case ExprKind::Unary: go(x.as<UnaryNode>()->a); break;
+      case ExprKind::Binary: go(x.as<BinaryNode>()->a); go(x.as<BinaryNode>()->b); break;
+      case ExprKind::Select:
+        go(x.as<SelectNode>()->cond);
+        go(x.as<SelectNode>()->true_value);
+        go(x.as<SelectNode>()->false_value);
+        break;
+      case ExprKind::Cast: go(x.as<CastNode>()->a); break;
+      default: break;
+    }
+  };
+  go(e);
+  return found;
+}
+
+// Whether an access in `e` to a tensor outside `safe` indexes with variable
+// `v` (anywhere in its arguments): then `v` past the tensor's extent (a
+// block rounded up) must be clamped before that read.
+bool reads_unsafe(const pto::Expr& e, const std::set<std::string>& safe, const std::string& v) {
+  bool found = false;
+  std::function<bool(const pto::Expr&)> uses = [&](const pto::Expr& x) -> bool {
+    if (!x.defined()) return false;
+    switch (x.kind()) {
+      case ExprKind::Var: return x.as<VarNode>()->name == v;
+      case ExprKind::Access:
+        for (const auto& y : x.as<AccessNode>()->args)
+          if (uses(y)) return true;
+        return false;
+      case ExprKind::Unary: return uses(x.as<UnaryNode>()->a);
+      case ExprKind::Binary: return uses(x.as<BinaryNode>()->a) || uses(x.as<BinaryNode>()->b);
+      case ExprKind::Select:
+        return uses(x.as<SelectNode>()->cond) || uses(x.as<SelectNode>()->true_value) ||
+               uses(x.as<SelectNode>()->false_value);
+      case ExprKind::Cast: return uses(x.as<CastNode>()->a);
+      default: return false;
+    }
+  };
+  std::function<void(const pto::Expr&)> go = [&](const pto::Expr& x) {
+    if (!x.defined() || found) return;
+    switch (x.kind()) {
+      case ExprKind::Access: {
+        const auto* a = x.as<AccessNode>();
+        if (!safe.count(a->tensor))
+          for (const auto& y : a->args) found = found || uses(y);
         for (const auto& y : a->args) go(y);
         break;
       }
@@ -107,7 +155,6 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
     std::map<std::string, HExpr> v;
     for (size_t k = 0; k + 2 < n; ++k) v[s.vars[k]] = hb[k];
     v[s.vars[n - 2]] = ic;
-    v[s.vars[n - 1]] = jc;
     std::vector<Halide::Internal::ReductionVariable> rv;
     for (auto it = s.rvars.rbegin(); it != s.rvars.rend(); ++it) rv.push_back({pre + it->name, 0, l.extent(it->extent)});
     const RDom rd{Halide::Internal::ReductionDomain(rv)};
@@ -126,13 +173,20 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
           if (in.name == r) rank = in.shape.size();
       std::vector<Var> a;
       for (size_t k = 0; k < rank; ++k) a.emplace_back(pre + r + "_" + std::to_string(k));
-      const std::vector<HExpr> ae(a.begin(), a.end());
+      std::vector<HExpr> ae(a.begin(), a.end());
+      // The key dim clamped here, once, so that the score tile reads the
+      // copy at unclamped (rounded-up) keys: a clamp per lane in the tile
+      // would make every vector load a gather where Lk is symbolic (7x).
+      ae[static_cast<size_t>(dim)] = Halide::min(ae[static_cast<size_t>(dim)], Lk - 1);
       Func pk(pre + "packed_" + r);
       if (const auto in = l.input(r)) pk(a) = (*in)(ae);
       else pk(a) = l.stage_func(r)(ae);
       packed[r] = pk;
       packs.emplace_back(pk, dim);
     }
+    std::set<std::string> safe;
+    for (const auto& [r, f] : packed) safe.insert(r);
+    v[s.vars[n - 1]] = reads_unsafe(s.value, safe, s.vars[n - 1]) ? jc : HExpr(hj);
     std::map<std::string, Func> sover = packed;
     sacc(args({hj, hi})) = f32(0);
     sacc(args({hj, hi})) += Halide::cast(Halide::Float(32), l.lower(s.value, v, sover));
@@ -149,7 +203,10 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
     std::vector<HExpr> idx;
     for (size_t k = 0; k + 2 < n; ++k) idx.push_back(hb[k]);
     idx.push_back(ic);
-    idx.push_back(jc);
+    // The score stage is defined at every key (its reads clamp): past Lk
+    // only other reads need the clamp, which costs a gather per vector.
+    const bool xsafe = xs && sc->scores && !reads_unsafe(xs->value, {sc->scores->name}, xs->vars[n - 1]);
+    idx.push_back(xsafe ? HExpr(hj) : jc);
     if (xs) {
       for (size_t k = 0; k < n; ++k) v[xs->vars[k]] = idx[k];
       xv(args({hj, hi})) = Halide::cast(Halide::Float(32), l.lower(xs->value, v, over));
@@ -163,28 +220,62 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
   const RDom rj(0, static_cast<int>(K), pre + "rj");
   const HExpr j0 = hkb * static_cast<int>(K);
   Halide::RVar pv_r;
+  std::vector<Func> pads;
   Func bm(pre + "block_max"), pb(pre + "p"), lb(pre + "block_sum"), pvacc(pre + "pv_acc"), pv(pre + "pv");
   bm(args({hi, hkb})) = f32(-kInf);
   bm(args({hi, hkb})) =
       Halide::max(bm(args({hi, hkb})),
-                  Halide::select(j0 + rj < Lk, xv(args({Halide::min(j0 + rj, Lk - 1), hi})), f32(-kInf)));
+                  Halide::select(j0 + rj < Lk, xv(args({j0 + rj, hi})), f32(-kInf)));
   // A block with every score masked has max -inf: its exponentials are 0.
   const auto shift = [&](HExpr i, HExpr kb) {
     const HExpr m = bm(args({std::move(i), std::move(kb)}));
     return Halide::select(m == f32(-kInf), f32(0), m);
   };
-  pb(args({hj, hi})) = Halide::exp(xv(args({hj, hi})) - shift(hi, hj / static_cast<int>(K)));
+  // Zero past Lk, so that P V may run a rounded-up block unmasked.
+  pb(args({hj, hi})) =
+      Halide::select(hj < Lk, Halide::exp(xv(args({hj, hi})) - shift(hi, hj / static_cast<int>(K))), f32(0));
   lb(args({hi, hkb})) = f32(0);
-  lb(args({hi, hkb})) += Halide::select(j0 + rj < Lk, pb(args({Halide::min(j0 + rj, Lk - 1), hi})), f32(0));
+  lb(args({hi, hkb})) += Halide::select(j0 + rj < Lk, pb(args({j0 + rj, hi})), f32(0));
   {
     RDom rvw(0, static_cast<int>(K), pre + "rv");
-    rvw.where(j0 + rvw.x < Lk);
     std::map<std::string, HExpr> v;
     for (size_t k = 0; k + 2 < n; ++k) v[st.vars[k]] = hb[k];
     v[st.vars[n - 2]] = hi;
-    v[st.vars[n - 1]] = Halide::min(hd, l.extent(dd) - 1);  // V's columns past D (a rounded-up tile) clamped
-    v[st.rvars[0].name] = Halide::min(j0 + rvw.x, Lk - 1);
     std::map<std::string, Func> pover{{sc->probs->name, pb}};
+    // V's rows past Lk (a rounded-up key block) and columns past D (a
+    // rounded-up tile of d) are clamped. Where D is symbolic, a clamp per
+    // lane makes every load of V a gather (2x on the whole kernel), and a
+    // clamped key makes every block's buffers variable-size where Lk is:
+    // read instead a copy of V clamped in every dim, made once (Lk x D
+    // floats against the Lq x Lk work), at indices past its extents.
+    std::set<std::string> safe{sc->probs->name};
+    if ((dd.is_symbolic() || dk.is_symbolic()) && schedule)
+      for (const std::string& r : st.reads()) {
+        if (r == sc->probs->name) continue;
+        std::vector<Dim> shape;
+        if (const Stage* ps = p.find_stage(r)) shape = ps->shape;
+        else
+          for (const TensorInfo& in : p.inputs())
+            if (in.name == r) shape = in.shape;
+        if (shape.empty()) continue;
+        std::vector<Var> a;
+        for (size_t k = 0; k < shape.size(); ++k) a.emplace_back(pre + r + "_pad" + std::to_string(k));
+        std::vector<HExpr> ae;
+        for (size_t k = 0; k < shape.size(); ++k) ae.push_back(Halide::min(a[k], l.extent(shape[shape.size() - 1 - k]) - 1));
+        Func pk(pre + "padded_" + r);
+        if (const auto in = l.input(r)) pk(a) = (*in)(ae);
+        else pk(a) = l.stage_func(r)(ae);
+        pover[r] = pk;
+        safe.insert(r);
+        pads.push_back(pk);
+      }
+    v[st.vars[n - 1]] = reads_unsafe(st.value, safe, st.vars[n - 1]) ? Halide::min(hd, l.extent(dd) - 1) : HExpr(hd);
+    if (reads_unsafe(st.value, safe, st.rvars[0].name)) {
+      rvw.where(j0 + rvw.x < Lk);
+      v[st.rvars[0].name] = Halide::min(j0 + rvw.x, Lk - 1);
+    } else {
+      v[st.rvars[0].name] = j0 + rvw.x;  // pb is 0 there
+    }
     pvacc(args({hd, hi, hkb})) = f32(0);
     pvacc(args({hd, hi, hkb})) += Halide::cast(Halide::Float(32), l.lower(st.value, v, pover));
     pv(args({hd, hi, hkb})) = pvacc(args({hd, hi, hkb}));
@@ -260,6 +351,10 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
       pk.compute_root().reorder_storage(so);
       if (a.size() >= 3) pk.parallel(a.back());
     }
+  }
+  for (Func& pk : pads) {
+    pk.compute_root().vectorize(pk.args()[0], lanes, TailStrategy::GuardWithIf);
+    if (pk.args().size() >= 3) pk.parallel(pk.args().back());
   }
   bm.compute_at(state, rkx);
   bm.update().split(rj.x, Halide::RVar(pre + "rjo"), Halide::RVar(pre + "rji"), lanes, TailStrategy::GuardWithIf);

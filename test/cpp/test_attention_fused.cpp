@@ -23,11 +23,12 @@ using Catch::Matchers::Contains;
 namespace {
 
 // softmax(q k^T / sqrt(D) [+ causal mask]) v over [H, Lq, D] x [H, Lk, D] (H = 0: no head dim).
-Program attention(const Dim& h, const Dim& lq, const Dim& lk, int64_t d, bool causal) {
+Program attention(const Dim& h, const Dim& lq, const Dim& lk, const Dim& d, bool causal) {
   Program p("attn");
   const auto shape = [&](const Dim& l) { return h.is_symbolic() || h.value ? Shape{h, l, d} : Shape{l, d}; };
   const Tensor q = p.input("Q", shape(lq)), k = p.input("K", shape(lk)), v = p.input("V", shape(lk));
-  p.output(ops::scaled_dot_product_attention(q, k, v, Tensor(), causal, std::nullopt, "O"));
+  const std::optional<double> scale = d.is_symbolic() ? std::optional<double>(0.125) : std::nullopt;
+  p.output(ops::scaled_dot_product_attention(q, k, v, Tensor(), causal, scale, "O"));
   return p;
 }
 
@@ -48,6 +49,17 @@ double check(const Program& p, const Schedule& s, const std::map<std::string, in
   return tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("O"), 2e-5, 2e-5);
 }
 
+// Whether the schedule runs O as the fused loop.
+bool fuses(const Schedule& s) { return s.find("O") && s.find("O")->online_softmax; }
+
+// The largest power-of-two square length whose f32 scores, over `heads`
+// heads, fit half of t's L2.
+int64_t fit_length(const Target& t, int64_t heads) {
+  int64_t fit = 1;
+  while (heads * (2 * fit) * (2 * fit) * 4 <= t.l2_bytes / 2) fit *= 2;
+  return fit;
+}
+
 Schedule fused(const Program& p, int64_t rows, int64_t keys) {
   Schedule s = default_schedule(p, parse_target("host"));
   StageSchedule ss;
@@ -60,7 +72,7 @@ Schedule fused(const Program& p, int64_t rows, int64_t keys) {
 
 TEST_CASE("online_softmax: the softmax contraction and its causal mask are found", "[attention]") {
   {
-    const Program p = attention(Dim(2), Dim(16), Dim(16), 8, true);
+    const Program p = attention(Dim(2), Dim(16), Dim(16), Dim(8), true);
     const auto sc = directives::softmax_contraction(p, p.stage("O"));
     REQUIRE(sc);
     REQUIRE(sc->scores);
@@ -68,7 +80,7 @@ TEST_CASE("online_softmax: the softmax contraction and its causal mask are found
     CHECK(sc->probs->op == "softmax");
   }
   {
-    const Program p = attention(Dim(0), Dim(16), Dim(16), 8, false);
+    const Program p = attention(Dim(0), Dim(16), Dim(16), Dim(8), false);
     const auto sc = directives::softmax_contraction(p, p.stage("O"));
     REQUIRE(sc);
     CHECK_FALSE(sc->causal_offset);
@@ -99,7 +111,7 @@ TEST_CASE("online_softmax matches float64: causal and not, ragged blocks, odd si
   for (const Case& c : {Case{0, 1, 1, 1}, Case{2, 7, 13, 5}, Case{1, 33, 70, 17}, Case{3, 100, 100, 64},
                         Case{0, 130, 61, 32}, Case{2, 64, 64, 128}}) {
     for (const bool causal : {false, true}) {
-      const Program p = attention(Dim(c.h), Dim(c.lq), Dim(c.lk), c.d, causal);
+      const Program p = attention(Dim(c.h), Dim(c.lq), Dim(c.lk), Dim(c.d), causal);
       for (const auto& [rows, keys] : std::vector<std::pair<int64_t, int64_t>>{{48, 64}, {5, 7}, {1, 1}, {30, 128}}) {
         INFO("H " << c.h << " Lq " << c.lq << " Lk " << c.lk << " D " << c.d << " causal " << causal << " block "
                   << rows << " x " << keys);
@@ -111,10 +123,9 @@ TEST_CASE("online_softmax matches float64: causal and not, ragged blocks, odd si
 
 TEST_CASE("online_softmax: symbolic lengths, one kernel for every size", "[attention]") {
   for (const bool causal : {false, true}) {
-    const Program p = attention(Dim::symbol("H"), Dim::symbol("S"), Dim::symbol("S"), 16, causal);
+    const Program p = attention(Dim::symbol("H"), Dim::symbol("S"), Dim::symbol("S"), Dim(16), causal);
     const Schedule s = default_schedule(p, parse_target("host"));
-    REQUIRE(s.find("O"));
-    CHECK(s.find("O")->online_softmax);  // symbolic: the fused loop
+    CHECK(fuses(s));  // symbolic: the fused loop
     for (const int64_t n : {1, 37, 130}) {
       INFO("causal " << causal << " S " << n);
       CHECK(check(p, s, {{"H", 2}, {"S", n}}) <= 1.0);
@@ -122,19 +133,36 @@ TEST_CASE("online_softmax: symbolic lengths, one kernel for every size", "[atten
   }
 }
 
-TEST_CASE("online_softmax: the default fuses where one head's scores outgrow L2", "[attention][defaults]") {
+// Every dim symbolic, as `pypto.kernel` traces by default: the key dim is
+// clamped in the packed copy of K and V's columns in a padded copy (no
+// per-lane clamps, which gathered), so rounded-up blocks and d tiles must
+// still read only the rows and columns that exist.
+TEST_CASE("online_softmax: every dim symbolic (heads, length, head dim), odd and prime sizes", "[attention]") {
+  for (const bool causal : {false, true}) {
+    const Program p = attention(Dim::symbol("H"), Dim::symbol("S"), Dim::symbol("S"), Dim::symbol("D"), causal);
+    const Schedule s = default_schedule(p, parse_target("host"));
+    CHECK(fuses(s));
+    for (const auto& [h, n, d] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {1, 1, 1}, {2, 7, 5}, {3, 129, 64}, {1, 383, 17}, {2, 64, 80}}) {
+      INFO("causal " << causal << " H " << h << " S " << n << " D " << d);
+      CHECK(check(p, s, {{"H", h}, {"S", n}, {"D", d}}) <= 1.0);
+    }
+  }
+}
+
+TEST_CASE("online_softmax: the default fuses where the scores of all heads outgrow L2", "[attention][defaults]") {
   for (const char* name : {"x86-64-avx512", "x86-64-avx2", "host"}) {
     const Target t = parse_target(name);
     INFO(name << ": L2 " << t.l2_bytes);
-    // Largest square length whose f32 scores fit half the L2, and twice it.
-    int64_t fit = 1;
-    while ((2 * fit) * (2 * fit) * 4 <= t.l2_bytes / 2) fit *= 2;
-    const Program small = attention(Dim(2), Dim(fit), Dim(fit), 64, false);
-    const Program large = attention(Dim(2), Dim(2 * fit), Dim(2 * fit), 64, false);
+    // Largest square length whose f32 scores (2 heads) fit half the L2, and
+    // twice it; and the same length with 8x the heads, whose scores do not.
+    const int64_t fit = fit_length(t, 2);
+    const Program small = attention(Dim(2), Dim(fit), Dim(fit), Dim(64), false);
+    const Program large = attention(Dim(2), Dim(2 * fit), Dim(2 * fit), Dim(64), false);
     const Schedule ss = default_schedule(small, t), sl = default_schedule(large, t);
-    CHECK_FALSE((ss.find("O") && ss.find("O")->online_softmax));
-    REQUIRE(sl.find("O"));
-    REQUIRE(sl.find("O")->online_softmax);
+    CHECK_FALSE(fuses(ss));
+    REQUIRE(fuses(sl));
+    CHECK(fuses(default_schedule(attention(Dim(16), Dim(fit), Dim(fit), Dim(64), false), t)));
     const OnlineSoftmax b = *sl.find("O")->online_softmax;
     CHECK(b.keys == 4 * t.vector_lanes(DType::F32));
     CHECK(b.rows % 6 == 0);
@@ -142,28 +170,24 @@ TEST_CASE("online_softmax: the default fuses where one head's scores outgrow L2"
     // Causal: fused from 2 (rows + keys) on, where it skips a quarter of the work.
     const int64_t from = 2 * (b.rows + b.keys);
     if (from <= fit) {
-      const Schedule cs = default_schedule(attention(Dim(2), Dim(from - 1), Dim(from - 1), 64, true), t);
-      const Schedule cl = default_schedule(attention(Dim(2), Dim(from), Dim(from), 64, true), t);
-      CHECK_FALSE((cs.find("O") && cs.find("O")->online_softmax));
-      CHECK((cl.find("O") && cl.find("O")->online_softmax));
+      CHECK_FALSE(fuses(default_schedule(attention(Dim(2), Dim(from - 1), Dim(from - 1), Dim(64), true), t)));
+      CHECK(fuses(default_schedule(attention(Dim(2), Dim(from), Dim(from), Dim(64), true), t)));
     }
     validate(large, sl, &t);
     CHECK_THAT(explain(large, sl, &t), Contains("online softmax"));
   }
   // The default's fused form runs and matches at a length past the threshold.
   const Target host = parse_target("host");
-  int64_t fit = 1;
-  while ((2 * fit) * (2 * fit) * 4 <= host.l2_bytes / 2) fit *= 2;
-  const Program p = attention(Dim(0), Dim(2 * fit + 3), Dim(2 * fit + 3), 24, true);
+  const int64_t fit = fit_length(host, 1);
+  const Program p = attention(Dim(0), Dim(2 * fit + 3), Dim(2 * fit + 3), Dim(24), true);
   const Schedule s = default_schedule(p, host);
-  REQUIRE(s.find("O"));
-  CHECK(s.find("O")->online_softmax);
+  CHECK(fuses(s));
   CHECK(check(p, s) <= 1.0);
 }
 
 TEST_CASE("online_softmax: errors name the stage, the directive and what is valid", "[attention]") {
   const Target t = parse_target("host");
-  const Program p = attention(Dim(0), Dim(16), Dim(16), 8, true);
+  const Program p = attention(Dim(0), Dim(16), Dim(16), Dim(8), true);
   {
     Schedule s = fused(p, 8, 8);
     s["O"].loops.parallel = {"i"};
