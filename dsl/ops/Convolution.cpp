@@ -11,25 +11,21 @@
 namespace pto::ops {
 namespace {
 
-std::vector<int> per_dim(const std::string& op, const char* what, std::vector<int> v, int spatial,
-                         int def, int min) {
+std::vector<int> per_dim(const std::string& op, const char* what, std::vector<int> v, int spatial, int def, int min) {
   if (v.empty()) v.assign(static_cast<size_t>(spatial), def);
   if (v.size() == 1 && spatial > 1) v.assign(static_cast<size_t>(spatial), v[0]);
   if (static_cast<int>(v.size()) != spatial)
-    throw ShapeError(op + ": " + what + " needs " + std::to_string(spatial) + " values, got " +
-                     std::to_string(v.size()));
+    throw ShapeError(op + ": " + what + " needs " + std::to_string(spatial) + " values, got " + std::to_string(v.size()));
   for (int x : v)
     if (x < min)
-      throw ShapeError(op + ": " + what + " " + std::to_string(x) +
-                       " must be >= " + std::to_string(min));
+      throw ShapeError(op + ": " + what + " " + std::to_string(x) + " must be >= " + std::to_string(min));
   return v;
 }
 
 // The convolution's sum stage `out` (`out_acc` when a bias follows), carrying
 // the roles of its variables, and the bias epilogue.
-Tensor sum_and_bias(Program p, const std::string& op, const std::string& out,
-                    const std::vector<std::string>& ovars, const Shape& oshape,
-                    const std::vector<RVar>& rvars, const Expr& body, const Tensor& b,
+Tensor sum_and_bias(Program p, const std::string& op, const std::string& out, const std::vector<std::string>& ovars,
+                    const Shape& oshape, const std::vector<RVar>& rvars, const Expr& body, const Tensor& b,
                     const ConvRoles& roles, OpKind kind = OpKind::Convolution) {
   Stage s;
   s.name = b.defined() ? p.unique_name(out + "_acc") : out;
@@ -46,8 +42,7 @@ Tensor sum_and_bias(Program p, const std::string& op, const std::string& out,
   p.add_stage(std::move(s));
   const Tensor acc = p.handle(acc_name);
   if (!b.defined()) return acc;
-  return p.define(out, ovars, oshape, acc(vars_of(ovars)) + b(var(roles.out_channel)),
-                  OpKind::Elementwise, op);
+  return p.define(out, ovars, oshape, acc(vars_of(ovars)) + b(var(roles.out_channel)), OpKind::Elementwise, op);
 }
 
 // A channels-first convolution with wide output-channel groups as a GEMM:
@@ -61,9 +56,8 @@ Tensor sum_and_bias(Program p, const std::string& op, const std::string& out,
 // whatever follows. This is ONNX Runtime's (MLAS) structure; the guarded read
 // stage measured 0.18-0.40x of it on DeepLab's dilated 3x3, ResNet's strided
 // 3x3 and wav2vec's conv1d (2 threads).
-Tensor im2col_conv(Program p, const std::string& op, const std::string& out, int spatial,
-                   const Tensor& x, const Tensor& w, const Tensor& b,
-                   const std::vector<int>& stride, const std::vector<int>& dilation,
+Tensor im2col_conv(Program p, const std::string& op, const std::string& out, int spatial, const Tensor& x,
+                   const Tensor& w, const Tensor& b, const std::vector<int>& stride, const std::vector<int>& dilation,
                    const std::vector<int>& padding, int groups, const Shape& oshape) {
   static const char* const kS[] = {"z", "y", "x"};
   const int s0 = 3 - spatial;
@@ -78,8 +72,7 @@ Tensor im2col_conv(Program p, const std::string& op, const std::string& out, int
   int64_t inner = pixels;
   for (int s = 0; s < spatial; ++s) {
     const std::string kv = std::string("k") + kS[s0 + s];
-    const int64_t k = w.shape()[static_cast<size_t>(2 + s)].value,
-                  in = x.shape()[static_cast<size_t>(2 + s)].value;
+    const int64_t k = w.shape()[static_cast<size_t>(2 + s)].value, in = x.shape()[static_cast<size_t>(2 + s)].value;
     const int64_t os = oshape[static_cast<size_t>(2 + s)].value;
     cvars.push_back(kv);
     cshape.push_back(k);
@@ -98,12 +91,10 @@ Tensor im2col_conv(Program p, const std::string& op, const std::string& out, int
   cshape.push_back(pixels);
   Expr xv = x(xi);
   if (inside.defined()) xv = select(inside, xv, make_const(0, x.dtype()));
-  const Tensor col =
-      p.define(p.unique_name(out + "_col"), cvars, cshape, xv, OpKind::DataMovement, "im2col");
+  const Tensor col = p.define(p.unique_name(out + "_col"), cvars, cshape, xv, OpKind::DataMovement, "im2col");
   // acc[n, o, p] = sum over c, k... of w[o, c, k...] * col[n, group(o) * Cg + c, k..., p]
   std::vector<RVar> rvars{{"c", Cg}};
-  std::vector<Expr> ci{var("n"),
-                       (var("o") / static_cast<int>(O / groups)) * static_cast<int>(Cg) + var("c")};
+  std::vector<Expr> ci{var("n"), (var("o") / static_cast<int>(O / groups)) * static_cast<int>(Cg) + var("c")};
   std::vector<Expr> wi{var("o"), var("c")};
   for (int s = 0; s < spatial; ++s) {
     const std::string kv = std::string("k") + kS[s0 + s];
@@ -113,18 +104,15 @@ Tensor im2col_conv(Program p, const std::string& op, const std::string& out, int
   }
   ci.push_back(var("p"));
   const bool rows = spatial >= 2;
-  const Tensor acc =
-      sum_and_bias(p, op, p.unique_name(out + "_acc"), {"n", "o", "p"}, {x.shape()[0], O, pixels},
-                   rvars, col(ci) * w(wi), Tensor{},
-                   {"n", "o", "", "p", "c", rows ? std::string("ky") : "", std::string("kx")});
+  const Tensor acc = sum_and_bias(p, op, p.unique_name(out + "_acc"), {"n", "o", "p"}, {x.shape()[0], O, pixels},
+                                  rvars, col(ci) * w(wi), Tensor{},
+                                  {"n", "o", "", "p", "c", rows ? std::string("ky") : "", std::string("kx")});
   // out[n, o, spatial...] = acc[n, o, flattened pixel] (+ bias[o])
   std::vector<std::string> ovars{"n", "o"};
   Expr flat;
   for (int s = 0; s < spatial; ++s) {
     ovars.push_back(kS[s0 + s]);
-    flat = s == 0 ? var(kS[s0 + s])
-                  : flat * static_cast<int>(oshape[static_cast<size_t>(2 + s)].value) +
-                        var(kS[s0 + s]);
+    flat = s == 0 ? var(kS[s0 + s]) : flat * static_cast<int>(oshape[static_cast<size_t>(2 + s)].value) + var(kS[s0 + s]);
   }
   Expr v = acc(var("n"), var("o"), flat);
   if (b.defined()) v = v + b(var("o"));
@@ -139,36 +127,33 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
   const bool last = params.layout == "NHWC" || params.layout == "NWC" || params.layout == "NDHWC";
   const bool first = params.layout == "NCHW" || params.layout == "NCW" || params.layout == "NCDHW";
   if (!last && !first)
-    throw ShapeError(op + ": layout '" + params.layout +
-                     "' is not one of NCHW (channels first), NHWC (channels last)");
+    throw ShapeError(op + ": layout '" + params.layout + "' is not one of NCHW (channels first), NHWC (channels last)");
   if (x.rank() != r)
-    throw ShapeError(op + ": input '" + x.name() + "' must have rank " + std::to_string(r) + " (" +
-                     params.layout + "), got " + to_string(x.shape()));
+    throw ShapeError(op + ": input '" + x.name() + "' must have rank " + std::to_string(r) + " (" + params.layout +
+                     "), got " + to_string(x.shape()));
   if (w.rank() != r)
-    throw ShapeError(op + ": weight '" + w.name() + "' must be [O, C/groups, k...] (rank " +
-                     std::to_string(r) + "), got " + to_string(w.shape()));
+    throw ShapeError(op + ": weight '" + w.name() + "' must be [O, C/groups, k...] (rank " + std::to_string(r) +
+                     "), got " + to_string(w.shape()));
   if (x.dtype() != w.dtype())
-    throw DTypeError(op + ": input '" + x.name() + "' is " + std::string(to_string(x.dtype())) +
-                     " but weight '" + w.name() + "' is " + std::string(to_string(w.dtype())));
+    throw DTypeError(op + ": input '" + x.name() + "' is " + std::string(to_string(x.dtype())) + " but weight '" +
+                     w.name() + "' is " + std::string(to_string(w.dtype())));
   const auto stride = per_dim(op, "stride", params.stride, spatial, 1, 1);
   const auto dilation = per_dim(op, "dilation", params.dilation, spatial, 1, 1);
   const auto padding = per_dim(op, "padding", params.padding, spatial, 0, 0);
-  const int cax = last ? r - 1 : 1;                        // channel axis of x
+  const int cax = last ? r - 1 : 1;                 // channel axis of x
   auto sax = [&](int s) { return last ? 1 + s : 2 + s; };  // spatial axis s of x
   const int64_t C = static_dim(op, x, cax);
   for (int k = 0; k < r; ++k) static_dim(op, w, k);
   const int64_t O = w.shape()[0].value, Cg = w.shape()[1].value;
   const int groups = params.groups;
   if (groups < 1 || C % groups || O % groups)
-    throw ShapeError(op + ": groups " + std::to_string(groups) + " must divide input channels " +
-                     std::to_string(C) + " and output channels " + std::to_string(O));
+    throw ShapeError(op + ": groups " + std::to_string(groups) + " must divide input channels " + std::to_string(C) +
+                     " and output channels " + std::to_string(O));
   if (Cg * groups != C)
-    throw ShapeError(op + ": weight '" + w.name() + "' has " + std::to_string(Cg) +
-                     " input channels per group; input '" + x.name() + "' has " +
-                     std::to_string(C) + " channels in " + std::to_string(groups) + " groups");
+    throw ShapeError(op + ": weight '" + w.name() + "' has " + std::to_string(Cg) + " input channels per group; input '" +
+                     x.name() + "' has " + std::to_string(C) + " channels in " + std::to_string(groups) + " groups");
   if (b.defined() && (b.rank() != 1 || b.shape()[0] != Dim(O)))
-    throw ShapeError(op + ": bias '" + b.name() + "' must be [" + std::to_string(O) + "], got " +
-                     to_string(b.shape()));
+    throw ShapeError(op + ": bias '" + b.name() + "' must be [" + std::to_string(O) + "], got " + to_string(b.shape()));
 
   static const char* const kS[] = {"z", "y", "x"};
   const int s0 = 3 - spatial;  // spatial dims are named from the innermost: x, or y x, or z y x
@@ -178,8 +163,7 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
   std::vector<Expr> xi(static_cast<size_t>(r));
   xi[0] = var("n");
   const Expr o = var("o");
-  xi[static_cast<size_t>(cax)] =
-      (o / static_cast<int>(O / groups)) * static_cast<int>(Cg) + var("c");
+  xi[static_cast<size_t>(cax)] = (o / static_cast<int>(O / groups)) * static_cast<int>(Cg) + var("c");
   std::vector<RVar> rvars{{"c", Cg}};
   std::vector<Expr> wi{o, var("c")};
   Expr inside;
@@ -187,9 +171,8 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
     const int64_t in = static_dim(op, x, sax(s)), k = w.shape()[static_cast<size_t>(2 + s)].value;
     const int64_t out = (in + 2 * padding[s] - dilation[s] * (k - 1) - 1) / stride[s] + 1;
     if (in + 2 * padding[s] - dilation[s] * (k - 1) - 1 < 0)
-      throw ShapeError(op + ": kernel " + std::to_string(k) + " (dilation " +
-                       std::to_string(dilation[s]) + ") does not fit input size " +
-                       std::to_string(in) + " with padding " + std::to_string(padding[s]) +
+      throw ShapeError(op + ": kernel " + std::to_string(k) + " (dilation " + std::to_string(dilation[s]) +
+                       ") does not fit input size " + std::to_string(in) + " with padding " + std::to_string(padding[s]) +
                        " in spatial dim " + std::to_string(s));
     const std::string v = kS[s0 + s], kv = std::string("k") + kS[s0 + s];
     ovars.push_back(v);
@@ -209,8 +192,7 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
   if (first) {
     int64_t taps = 1, pixels = 1;
     for (int s = 0; s < spatial; ++s)
-      taps *= w.shape()[static_cast<size_t>(2 + s)].value,
-          pixels *= oshape[static_cast<size_t>(2 + s)].value;
+      taps *= w.shape()[static_cast<size_t>(2 + s)].value, pixels *= oshape[static_cast<size_t>(2 + s)].value;
     const int64_t og = O / groups, col_bytes = C * taps * pixels * bytes(x.dtype());
     // A dense convolution as a GEMM over an im2col copy (see im2col_conv):
     // each copied element feeds og output channels, so with a vector's worth
@@ -227,14 +209,12 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
                       {"n", "o", rows ? "y" : "", "x", "c", rows ? "ky" : "", "kx"});
 }
 
-Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& params,
-              const std::string& name) {
+Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& params, const std::string& name) {
   return conv("conv1d", 1, x, w, b, params, name);
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int, 2> stride,
-              std::array<int, 2> padding, std::array<int, 2> dilation, int groups,
-              const std::string& name) {
+              std::array<int, 2> padding, std::array<int, 2> dilation, int groups, const std::string& name) {
   ConvParams cp;
   cp.stride = {stride[0], stride[1]};
   cp.padding = {padding[0], padding[1]};
@@ -243,8 +223,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int,
   return conv("conv2d", 2, x, w, b, cp, name);
 }
 
-Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& params,
-              const std::string& name) {
+Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& params, const std::string& name) {
   return conv("conv3d", 3, x, w, b, params, name);
 }
 
@@ -258,59 +237,45 @@ Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParam
 // the register-tiled micro-kernel, and the padded copy costs one pass over the
 // input against KH*KW*O/vector reads of it by the convolution.
 Tensor conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int, 2> stride,
-                   std::array<int, 2> padding, std::array<int, 2> dilation,
-                   const std::string& name) {
+                   std::array<int, 2> padding, std::array<int, 2> dilation, const std::string& name) {
   const std::string op = "conv2d_nhwc";
   if (x.rank() != 4)
-    throw ShapeError(op + ": input '" + x.name() + "' must be [N, H, W, C] (rank 4), got " +
-                     to_string(x.shape()));
+    throw ShapeError(op + ": input '" + x.name() + "' must be [N, H, W, C] (rank 4), got " + to_string(x.shape()));
   if (w.rank() < 4 || w.rank() > 6)
-    throw ShapeError(op + ": weight '" + w.name() +
-                     "' must be [KH, KW, C, O] (HWIO, rank 4), [O/B, KH, KW, C, B] " +
-                     "(blocked, rank 5) or [O/B, KH, KW, C/2, B, 2] (blocked pairs, rank 6), got " +
-                     to_string(w.shape()));
+    throw ShapeError(op + ": weight '" + w.name() + "' must be [KH, KW, C, O] (HWIO, rank 4), [O/B, KH, KW, C, B] " +
+                     "(blocked, rank 5) or [O/B, KH, KW, C/2, B, 2] (blocked pairs, rank 6), got " + to_string(w.shape()));
   if (x.dtype() != w.dtype())
-    throw DTypeError(op + ": input '" + x.name() + "' is " + std::string(to_string(x.dtype())) +
-                     " but weight '" + w.name() + "' is " + std::string(to_string(w.dtype())));
+    throw DTypeError(op + ": input '" + x.name() + "' is " + std::string(to_string(x.dtype())) + " but weight '" +
+                     w.name() + "' is " + std::string(to_string(w.dtype())));
   for (int k = 0; k < 2; ++k) {
-    if (stride[k] < 1)
-      throw ShapeError(op + ": stride " + std::to_string(stride[k]) + " must be >= 1");
-    if (dilation[k] < 1)
-      throw ShapeError(op + ": dilation " + std::to_string(dilation[k]) + " must be >= 1");
-    if (padding[k] < 0)
-      throw ShapeError(op + ": padding " + std::to_string(padding[k]) + " must be >= 0");
+    if (stride[k] < 1) throw ShapeError(op + ": stride " + std::to_string(stride[k]) + " must be >= 1");
+    if (dilation[k] < 1) throw ShapeError(op + ": dilation " + std::to_string(dilation[k]) + " must be >= 1");
+    if (padding[k] < 0) throw ShapeError(op + ": padding " + std::to_string(padding[k]) + " must be >= 0");
   }
   const int64_t H = static_dim(op, x, 1), W = static_dim(op, x, 2), C = static_dim(op, x, 3);
   for (int k = 0; k < w.rank(); ++k) static_dim(op, w, k);
   const bool blocked = w.rank() >= 5, pairs = w.rank() == 6;
   if (pairs && w.shape()[5].value != 2)
-    throw ShapeError(op + ": weight '" + w.name() +
-                     "' (blocked pairs [O/B, KH, KW, C/2, B, 2]) must end in 2, got " +
+    throw ShapeError(op + ": weight '" + w.name() + "' (blocked pairs [O/B, KH, KW, C/2, B, 2]) must end in 2, got " +
                      to_string(w.shape()));
-  const auto wd = [&](int k) {
-    return w.shape()[static_cast<size_t>(k + (blocked ? 1 : 0))].value;
-  };
-  const int64_t KH = wd(0), KW = wd(1), Cw = wd(2) * (pairs ? 2 : 1),
-                B = blocked ? w.shape()[4].value : 1;
+  const auto wd = [&](int k) { return w.shape()[static_cast<size_t>(k + (blocked ? 1 : 0))].value; };
+  const int64_t KH = wd(0), KW = wd(1), Cw = wd(2) * (pairs ? 2 : 1), B = blocked ? w.shape()[4].value : 1;
   const int64_t O = blocked ? w.shape()[0].value * B : wd(3);
   if (Cw != C)
-    throw ShapeError(op + ": weight '" + w.name() + "' has " + std::to_string(Cw) +
-                     " input channels (" +
+    throw ShapeError(op + ": weight '" + w.name() + "' has " + std::to_string(Cw) + " input channels (" +
                      (pairs     ? "2 x dim 3 of [O/B, KH, KW, C/2, B, 2]"
                       : blocked ? "dim 3 of [O/B, KH, KW, C, B]"
                                 : "dim 2 of [KH, KW, C, O]") +
                      "); input '" + x.name() + "' has " + std::to_string(C));
   if (b.defined() && (b.rank() != 1 || b.shape()[0] != Dim(O)))
-    throw ShapeError(op + ": bias '" + b.name() + "' must be [" + std::to_string(O) + "], got " +
-                     to_string(b.shape()));
+    throw ShapeError(op + ": bias '" + b.name() + "' must be [" + std::to_string(O) + "], got " + to_string(b.shape()));
   const int64_t in[2] = {H, W}, k[2] = {KH, KW};
   int64_t out[2];
   for (int s = 0; s < 2; ++s) {
     const int64_t span = in[s] + 2 * padding[s] - dilation[s] * (k[s] - 1) - 1;
     if (span < 0)
-      throw ShapeError(op + ": kernel " + std::to_string(k[s]) + " (dilation " +
-                       std::to_string(dilation[s]) + ") does not fit input size " +
-                       std::to_string(in[s]) + " with padding " + std::to_string(padding[s]) +
+      throw ShapeError(op + ": kernel " + std::to_string(k[s]) + " (dilation " + std::to_string(dilation[s]) +
+                       ") does not fit input size " + std::to_string(in[s]) + " with padding " + std::to_string(padding[s]) +
                        " in spatial dim " + std::to_string(s));
     out[s] = span / stride[s] + 1;
   }
@@ -320,20 +285,17 @@ Tensor conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor& b, std::array
   if (padding[0] || padding[1]) {
     const Expr iy = var("h") - padding[0], ix = var("w") - padding[1];
     const Expr ok = iy >= 0 && iy < static_cast<int>(H) && ix >= 0 && ix < static_cast<int>(W);
-    const Expr v = x(var("n"), clamp(iy, 0, static_cast<int>(H - 1)),
-                     clamp(ix, 0, static_cast<int>(W - 1)), var("c"));
+    const Expr v = x(var("n"), clamp(iy, 0, static_cast<int>(H - 1)), clamp(ix, 0, static_cast<int>(W - 1)), var("c"));
     src = p.define(p.unique_name(out_name + "_pad"), {"n", "h", "w", "c"},
-                   {x.shape()[0], H + 2 * padding[0], W + 2 * padding[1], C},
-                   select(ok, v, make_const(0, x.dtype())), OpKind::DataMovement, "pad");
+                   {x.shape()[0], H + 2 * padding[0], W + 2 * padding[1], C}, select(ok, v, make_const(0, x.dtype())),
+                   OpKind::DataMovement, "pad");
   }
-  const Expr n = var("n"), y = var("y"), xx = var("x"), o = var("o"), ky = var("ky"),
-             kx = var("kx"), c = var("c");
+  const Expr n = var("n"), y = var("y"), xx = var("x"), o = var("o"), ky = var("ky"), kx = var("kx"), c = var("c");
   const int bi = static_cast<int>(B);
   const Expr wv = pairs     ? w(o / bi, ky, kx, c / 2, o % bi, c % 2)
                   : blocked ? w(o / bi, ky, kx, c, o % bi)
                             : w(ky, kx, c, o);
-  const Expr body =
-      src(n, y * stride[0] + ky * dilation[0], xx * stride[1] + kx * dilation[1], c) * wv;
+  const Expr body = src(n, y * stride[0] + ky * dilation[0], xx * stride[1] + kx * dilation[1], c) * wv;
   const Shape oshape{x.shape()[0], out[0], out[1], O};
   const std::vector<std::string> ovars{"n", "y", "x", "o"};
   return sum_and_bias(p, op, out_name, ovars, oshape, {{"ky", KH}, {"kx", KW}, {"c", C}}, body, b,
@@ -343,66 +305,50 @@ Tensor conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor& b, std::array
 // out[n, o, y, x] = sum over c in o's group, ky, kx of
 //   in[n, c, iy, ix] * w[c, o % Og, ky, kx]   where y = iy * stride - pad + ky * dil
 // i.e. iy = (y + pad - ky * dil) / stride when that divides exactly and is in range.
-Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b,
-                        std::array<int, 2> stride, std::array<int, 2> padding,
-                        std::array<int, 2> output_padding, std::array<int, 2> dilation, int groups,
-                        const std::string& name) {
+Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int, 2> stride,
+                        std::array<int, 2> padding, std::array<int, 2> output_padding, std::array<int, 2> dilation,
+                        int groups, const std::string& name) {
   const std::string op = "conv_transpose2d";
-  if (x.rank() != 4)
-    throw ShapeError(op + ": input '" + x.name() + "' must be NCHW (rank 4), got " +
-                     to_string(x.shape()));
+  if (x.rank() != 4) throw ShapeError(op + ": input '" + x.name() + "' must be NCHW (rank 4), got " + to_string(x.shape()));
   if (w.rank() != 4)
-    throw ShapeError(op + ": weight '" + w.name() + "' must be [C, O/groups, KH, KW], got " +
-                     to_string(w.shape()));
+    throw ShapeError(op + ": weight '" + w.name() + "' must be [C, O/groups, KH, KW], got " + to_string(w.shape()));
   if (x.dtype() != w.dtype())
-    throw DTypeError(op + ": input is " + std::string(to_string(x.dtype())) + " but weight is " +
-                     std::string(to_string(w.dtype())));
+    throw DTypeError(op + ": input is " + std::string(to_string(x.dtype())) + " but weight is " + std::string(to_string(w.dtype())));
   for (int k = 0; k < 2; ++k) {
-    if (stride[k] < 1)
-      throw ShapeError(op + ": stride " + std::to_string(stride[k]) + " must be >= 1");
-    if (dilation[k] < 1)
-      throw ShapeError(op + ": dilation " + std::to_string(dilation[k]) + " must be >= 1");
-    if (padding[k] < 0)
-      throw ShapeError(op + ": padding " + std::to_string(padding[k]) + " must be >= 0");
+    if (stride[k] < 1) throw ShapeError(op + ": stride " + std::to_string(stride[k]) + " must be >= 1");
+    if (dilation[k] < 1) throw ShapeError(op + ": dilation " + std::to_string(dilation[k]) + " must be >= 1");
+    if (padding[k] < 0) throw ShapeError(op + ": padding " + std::to_string(padding[k]) + " must be >= 0");
     if (output_padding[k] < 0 || output_padding[k] >= std::max(stride[k], dilation[k]))
       throw ShapeError(op + ": output_padding " + std::to_string(output_padding[k]) +
                        " must be >= 0 and smaller than stride or dilation");
   }
   const int64_t C = static_dim(op, x, 1), H = static_dim(op, x, 2), W = static_dim(op, x, 3);
   for (int k = 0; k < 4; ++k) static_dim(op, w, k);
-  const int64_t Cw = w.shape()[0].value, Og = w.shape()[1].value, KH = w.shape()[2].value,
-                KW = w.shape()[3].value;
+  const int64_t Cw = w.shape()[0].value, Og = w.shape()[1].value, KH = w.shape()[2].value, KW = w.shape()[3].value;
   if (groups < 1 || C % groups)
-    throw ShapeError(op + ": groups " + std::to_string(groups) + " must divide input channels " +
-                     std::to_string(C));
+    throw ShapeError(op + ": groups " + std::to_string(groups) + " must divide input channels " + std::to_string(C));
   if (Cw != C)
-    throw ShapeError(op + ": weight '" + w.name() + "' has " + std::to_string(Cw) +
-                     " input channels; input '" + x.name() + "' has " + std::to_string(C));
+    throw ShapeError(op + ": weight '" + w.name() + "' has " + std::to_string(Cw) + " input channels; input '" + x.name() +
+                     "' has " + std::to_string(C));
   const int64_t O = Og * groups, Cg = C / groups;
   if (b.defined() && (b.rank() != 1 || b.shape()[0] != Dim(O)))
-    throw ShapeError(op + ": bias '" + b.name() + "' must be [" + std::to_string(O) + "], got " +
-                     to_string(b.shape()));
-  const int64_t OH =
-      (H - 1) * stride[0] - 2 * padding[0] + dilation[0] * (KH - 1) + output_padding[0] + 1;
-  const int64_t OW =
-      (W - 1) * stride[1] - 2 * padding[1] + dilation[1] * (KW - 1) + output_padding[1] + 1;
+    throw ShapeError(op + ": bias '" + b.name() + "' must be [" + std::to_string(O) + "], got " + to_string(b.shape()));
+  const int64_t OH = (H - 1) * stride[0] - 2 * padding[0] + dilation[0] * (KH - 1) + output_padding[0] + 1;
+  const int64_t OW = (W - 1) * stride[1] - 2 * padding[1] + dilation[1] * (KW - 1) + output_padding[1] + 1;
   if (OH < 1 || OW < 1) throw ShapeError(op + ": padding leaves an empty output");
   Program p = x.program();
   const std::string out = name.empty() ? p.unique_name(op) : name;
-  const Expr n = var("n"), o = var("o"), y = var("y"), xx = var("x"), c = var("c"), ky = var("ky"),
-             kx = var("kx");
+  const Expr n = var("n"), o = var("o"), y = var("y"), xx = var("x"), c = var("c"), ky = var("ky"), kx = var("kx");
   const Expr ty = y + padding[0] - ky * dilation[0], tx = xx + padding[1] - kx * dilation[1];
   const Expr iy = ty / stride[0], ix = tx / stride[1];
-  const Expr ok = ty >= 0 && tx >= 0 && ty % stride[0] == 0 && tx % stride[1] == 0 &&
-                  iy < static_cast<int>(H) && ix < static_cast<int>(W);
+  const Expr ok = ty >= 0 && tx >= 0 && ty % stride[0] == 0 && tx % stride[1] == 0 && iy < static_cast<int>(H) &&
+                  ix < static_cast<int>(W);
   const Expr ic = (o / static_cast<int>(Og)) * static_cast<int>(Cg) + c;
-  const Expr in =
-      x(n, ic, clamp(iy, 0, static_cast<int>(H - 1)), clamp(ix, 0, static_cast<int>(W - 1)));
-  const Expr val =
-      select(ok, in, make_const(0, x.dtype())) * w(ic, o % static_cast<int>(Og), ky, kx);
+  const Expr in = x(n, ic, clamp(iy, 0, static_cast<int>(H - 1)), clamp(ix, 0, static_cast<int>(W - 1)));
+  const Expr val = select(ok, in, make_const(0, x.dtype())) * w(ic, o % static_cast<int>(Og), ky, kx);
   const Shape oshape{x.shape()[0], O, OH, OW};
-  return sum_and_bias(p, op, out, {"n", "o", "y", "x"}, oshape, {{"c", Cg}, {"ky", KH}, {"kx", KW}},
-                      val, b, {"n", "o", "y", "x", "c", "ky", "kx"});
+  return sum_and_bias(p, op, out, {"n", "o", "y", "x"}, oshape, {{"c", Cg}, {"ky", KH}, {"kx", KW}}, val, b,
+                      {"n", "o", "y", "x", "c", "ky", "kx"});
 }
 
 }  // namespace pto::ops

@@ -4,17 +4,15 @@
 #include <optional>
 #include <set>
 
-#include "schedules/LoopNest.h"
 #include "schedules/defaults/Gpu.h"
+#include "schedules/LoopNest.h"
 #include "schedules/defaults/Rules.h"
 #include "schedules/directives/Specialize.h"
 
 namespace pto {
 namespace defaults {
 
-int64_t static_extent(const Dim& d) {
-  return d.is_symbolic() ? -1 : d.value;
-}
+int64_t static_extent(const Dim& d) { return d.is_symbolic() ? -1 : d.value; }
 
 bool hosts_placements(const Schedule& s, const std::string& stage) {
   for (const auto& [name, ss] : s.stages) {
@@ -70,8 +68,8 @@ void specialize_symbolic(const Program& p, Schedule& s) {
   for (const Stage& st : p.stages()) {
     StageSchedule* ss = s.stages.count(st.name) ? &s.stages.at(st.name) : nullptr;
     // A fused online softmax owns the stage's loops (OnlineSoftmax.h).
-    if (!ss || ss->compute.kind != Placement::Kind::Root || ss->device != "cpu" ||
-        !ss->pipeline.prefetch.empty() || ss->online_softmax)
+    if (!ss || ss->compute.kind != Placement::Kind::Root || ss->device != "cpu" || !ss->pipeline.prefetch.empty() ||
+        ss->online_softmax)
       continue;
     if (!directives::specialize_bounds(st, ss->loops).empty()) ss->specialize = true;
   }
@@ -106,9 +104,7 @@ void wide_arithmetic(const Program& p, Schedule& s) {
 
 using namespace defaults;
 
-Schedule plain_schedule(const Program&) {
-  return Schedule{};
-}
+Schedule plain_schedule(const Program&) { return Schedule{}; }
 
 Schedule default_schedule(const Program& p, const Target& t) {
   if (t.has_device()) return gpu_default_schedule(p, t);
@@ -130,11 +126,8 @@ Schedule default_schedule(const Program& p, const Target& t) {
   // Contractions and convolutions: find the elementwise chain that consumes
   // them and fuse; without one, accumulate into a register tile of their own.
   for (const Stage& st : p.stages()) {
-    const bool conv =
-        st.kind == OpKind::Convolution && st.vars.size() >= 3 && !window_conv(p, st, t);
-    if ((st.kind != OpKind::Contraction && !conv) || !st.reduce || st.vars.size() < 2 ||
-        !is_float(st.dtype))
-      continue;
+    const bool conv = st.kind == OpKind::Convolution && st.vars.size() >= 3 && !window_conv(p, st, t);
+    if ((st.kind != OpKind::Contraction && !conv) || !st.reduce || st.vars.size() < 2 || !is_float(st.dtype)) continue;
     // Follow single-consumer inline elementwise stages down to the root stage
     // that materializes them. An output is materialized itself (the caller
     // reads it), so it has no epilogue to be computed in: its own tile.
@@ -170,8 +163,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
     }
     const auto rc = tile_dims(st);
     const int64_t n = static_extent(st.shape[rc.second]);
-    if (n >= 0 && n < t.vector_lanes(DType::F32))
-      continue;  // too narrow for a vector register tile
+    if (n >= 0 && n < t.vector_lanes(DType::F32)) continue;  // too narrow for a vector register tile
     // An inline elementwise chain read by another reduction (linear -> bias ->
     // gelu -> linear) would be re-evaluated for every reduction step of its
     // reader: materialize its last stage and fuse the contraction into it.
@@ -179,8 +171,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
       bool contractions_read_it = true;
       for (const auto& c : p.consumers(cur)) {
         const Stage& cs = p.stage(c);
-        contractions_read_it &=
-            cs.reduce && (cs.kind == OpKind::Contraction || cs.kind == OpKind::Convolution);
+        contractions_read_it &= cs.reduce && (cs.kind == OpKind::Contraction || cs.kind == OpKind::Convolution);
       }
       if (contractions_read_it) root = &p.stage(cur);
     }
@@ -188,8 +179,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
     // needs the contraction's own accumulator tile; the epilogue then runs as
     // its own (vectorized, parallel) pass over the result.
     const auto reads = st.reads();
-    if (root && reads.size() == 2 &&
-        (transposed_operand(st, reads[1], rc) || needs_packing(p, st, reads[1], rc))) {
+    if (root && reads.size() == 2 && (transposed_operand(st, reads[1], rc) || needs_packing(p, st, reads[1], rc))) {
       StageSchedule& es = s[root->name];
       es = StageSchedule{};
       es.loops = parallel_vectorized(*root, t);
@@ -197,8 +187,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
     }
     // A channels-last convolution that reads its weights per channel tile
     // accumulates over its whole output per channel tile, inside the epilogue.
-    if (root && channels_last_conv(st) && static_tile(st, tile_dims(st)) &&
-        weights_outer_pays(p, st, t)) {
+    if (root && channels_last_conv(st) && static_tile(st, tile_dims(st)) && weights_outer_pays(p, st, t)) {
       s.stages.erase(root->name);
       weights_outer(p, st, root, t, s);
       continue;
@@ -216,8 +205,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
     if (!channels_last_conv(st) || !st.reduce) continue;
     for (const std::string& r : st.reads()) {
       const Stage* pad = p.find_stage(r);
-      if (!pad || pad->op != "pad" || pad->reduce || pad->vars.size() != 4 || p.is_output(r))
-        continue;
+      if (!pad || pad->op != "pad" || pad->reduce || pad->vars.size() != 4 || p.is_output(r)) continue;
       StageSchedule& ps = s[r];
       ps = StageSchedule{};
       ps.loops = padded_input(*pad, t);
@@ -244,8 +232,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
       rowwise(p, st, t, s);
   // Reductions that no rule above claimed (Reduction.cpp).
   for (const Stage& st : p.stages())
-    if (st.reduce && s.find(st.name) && *s.find(st.name) == StageSchedule{} &&
-        !hosts_placements(s, st.name))
+    if (st.reduce && s.find(st.name) && *s.find(st.name) == StageSchedule{} && !hosts_placements(s, st.name))
       reduction(p, st, t, s);
   // Contractions over a softmax whose scores outgrow L2: one fused loop.
   online_softmax_attention(p, t, s);
