@@ -104,9 +104,15 @@ Tensor im2col_conv(Program p, const std::string& op, const std::string& out, int
   }
   ci.push_back(var("p"));
   const bool rows = spatial >= 2;
+  // 1-D: the pixels are the output's own dim, so the GEMM is the output (its
+  // bias an epilogue the contraction tile fuses), with no copy back.
+  if (!rows)
+    return sum_and_bias(p, op, out, {"n", "o", "p"}, oshape, rvars, w(wi) * col(ci), b,
+                        {"n", "o", "", "p", "c", "", "kx"}, OpKind::Contraction);
   const Tensor acc = sum_and_bias(p, op, p.unique_name(out + "_acc"), {"n", "o", "p"}, {x.shape()[0], O, pixels},
-                                  rvars, col(ci) * w(wi), Tensor{},
-                                  {"n", "o", "", "p", "c", rows ? std::string("ky") : "", std::string("kx")});
+                                  rvars, w(wi) * col(ci), Tensor{},
+                                  {"n", "o", "", "p", "c", rows ? std::string("ky") : "", std::string("kx")},
+                                  OpKind::Contraction);
   // out[n, o, spatial...] = acc[n, o, flattened pixel] (+ bias[o])
   std::vector<std::string> ovars{"n", "o"};
   Expr flat;

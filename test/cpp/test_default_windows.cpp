@@ -161,7 +161,7 @@ std::vector<Target> targets() {
 
 const Stage& window_of(const Program& p) {
   for (const Stage& st : p.stages())
-    if (st.reduce && (st.kind == OpKind::Convolution || st.kind == OpKind::Pooling)) return st;
+    if (st.reduce && (st.kind == OpKind::Convolution || st.kind == OpKind::Pooling || st.conv_roles)) return st;
   FAIL("no window stage");
   throw;
 }
