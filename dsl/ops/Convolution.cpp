@@ -4,7 +4,8 @@
 // is folded into the access as a guarded read (zero outside the image, the
 // index clamped so the read stays in bounds), so no padded copy is
 // materialized unless a schedule asks; conv2d_nhwc instead defines the padded
-// input as a stage of its own (see there). Spatial and channel dims must be
+// input as a stage of its own (see there), and a dense channels-first one is
+// an im2col copy feeding a GEMM (im2col_conv). Spatial and channel dims must be
 // static (output sizes depend on them); the batch dim may be symbolic.
 #include "dsl/ops/Ops.h"
 
