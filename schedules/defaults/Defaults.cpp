@@ -211,6 +211,15 @@ Schedule default_schedule(const Program& p, const Target& t) {
       ps.loops = padded_input(*pad, t);
     }
   }
+  // The im2col copy a dense channels-first convolution's GEMM reads
+  // (Convolution.cpp), materialized: inline, it would be re-evaluated, guard
+  // and all, in the GEMM's innermost loop.
+  for (const Stage& st : p.stages())
+    if (st.op == "im2col" && !st.reduce && !p.is_output(st.name)) {
+      StageSchedule& cs = s[st.name];
+      cs = StageSchedule{};
+      cs.loops = parallel_vectorized(st, t);
+    }
   // Transposes, materialized.
   for (const Stage& st : p.stages()) blocked_transpose(st, t, s);
   // Stencils: depthwise / grouped convolutions and pooling (Window.cpp).

@@ -1,0 +1,167 @@
+// Dense channels-first convolutions (1-D, 2-D, 3-D) defined as an im2col copy
+// feeding a GEMM (dsl/ops/Convolution.cpp, im2col_conv): the structure (when
+// the op takes it, and that its default schedule materializes the copy and
+// register-tiles the GEMM over flattened pixels) and the values against a
+// float64 reference at odd and prime sizes, with stride, dilation, padding,
+// groups, bias, a ReLU epilogue and a symbolic batch.
+#include <catch2/catch.hpp>
+
+#include "dsl/ops/Ops.h"
+#include "schedules/Validate.h"
+#include "schedules/defaults/Defaults.h"
+#include "test/cpp/Helpers.h"
+
+using namespace pto;
+using namespace pto::test;
+
+namespace {
+
+struct Case {
+  int64_t n, c, o;
+  std::vector<int64_t> in, k;  // spatial sizes, kernel sizes (outermost first)
+  std::vector<int> stride, pad, dil;
+  int groups;
+  bool bias, relu, symbolic_batch = false;
+};
+
+std::vector<int64_t> out_sizes(const Case& k) {
+  std::vector<int64_t> o;
+  for (size_t s = 0; s < k.in.size(); ++s)
+    o.push_back((k.in[s] + 2 * k.pad[s] - k.dil[s] * (k.k[s] - 1) - 1) / k.stride[s] + 1);
+  return o;
+}
+
+// out[n, o, q...] = b[o] + sum over c < C/groups, t... of
+//   in[n, group(o) * C/groups + c, q*s + t*d - p ...] * w[o, c, t...], zero outside the image.
+HostTensor reference(const Case& k, const HostTensor& x, const HostTensor& w, const HostTensor* b) {
+  const auto os = out_sizes(k);
+  const size_t sp = k.in.size();
+  int64_t pixels = 1, taps = 1, inpix = 1;
+  for (size_t s = 0; s < sp; ++s) pixels *= os[s], taps *= k.k[s], inpix *= k.in[s];
+  const int64_t cg = k.c / k.groups, og = k.o / k.groups;
+  std::vector<int64_t> shape{k.n, k.o};
+  for (int64_t v : os) shape.push_back(v);
+  HostTensor r{shape, std::vector<double>(static_cast<size_t>(k.n * k.o * pixels))};
+  size_t idx = 0;
+  for (int64_t n = 0; n < k.n; ++n)
+    for (int64_t o = 0; o < k.o; ++o)
+      for (int64_t q = 0; q < pixels; ++q) {
+        double acc = b ? b->data[static_cast<size_t>(o)] : 0.0;
+        for (int64_t c = 0; c < cg; ++c)
+          for (int64_t t = 0; t < taps; ++t) {
+            int64_t qr = q, tr = t, off = 0, stride_in = 1;
+            bool ok = true;
+            std::vector<int64_t> pos(sp);
+            for (size_t s = sp; s-- > 0;) {
+              const int64_t qs = qr % os[s], ts = tr % k.k[s];
+              qr /= os[s], tr /= k.k[s];
+              pos[s] = qs * k.stride[s] + ts * k.dil[s] - k.pad[s];
+              ok &= pos[s] >= 0 && pos[s] < k.in[s];
+            }
+            if (!ok) continue;
+            for (size_t s = sp; s-- > 0;) off += pos[s] * stride_in, stride_in *= k.in[s];
+            const int64_t ic = (o / og) * cg + c;
+            acc += x.data[static_cast<size_t>((n * k.c + ic) * inpix + off)] *
+                   w.data[static_cast<size_t>((o * cg + c) * taps + t)];
+          }
+        r.data[idx++] = k.relu ? std::max(acc, 0.0) : acc;
+      }
+  return r;
+}
+
+struct Built {
+  Program p{"im2col"};
+  std::map<std::string, HostTensor> in;
+  HostTensor want;
+};
+
+Built build(const Case& k, std::mt19937& rng) {
+  Built r;
+  Program& p = r.p;
+  const Dim n = k.symbolic_batch ? Dim::symbol("N") : Dim(k.n);
+  Shape xs{n, k.c}, ws{k.o, k.c / k.groups};
+  std::vector<int64_t> xv{k.n, k.c}, wv{k.o, k.c / k.groups};
+  for (size_t s = 0; s < k.in.size(); ++s)
+    xs.push_back(k.in[s]), ws.push_back(k.k[s]), xv.push_back(k.in[s]), wv.push_back(k.k[s]);
+  const Tensor x = p.input("X", xs), w = p.input("W", ws);
+  const Tensor b = k.bias ? p.input("b", {k.o}) : Tensor();
+  ops::ConvParams cp;
+  cp.stride = k.stride;
+  cp.padding = k.pad;
+  cp.dilation = k.dil;
+  cp.groups = k.groups;
+  const std::string name = k.relu ? "conv" : "Y";
+  const Tensor y = k.in.size() == 1   ? ops::conv1d(x, w, b, cp, name)
+                   : k.in.size() == 2 ? ops::conv("conv2d", 2, x, w, b, cp, name)
+                                      : ops::conv3d(x, w, b, cp, name);
+  p.output(k.relu ? ops::relu(y, "Y") : y);
+  r.in = {{"X", random_tensor(xv, rng)}, {"W", random_tensor(wv, rng)}};
+  if (k.bias) r.in["b"] = random_tensor({k.o}, rng);
+  r.want = reference(k, r.in.at("X"), r.in.at("W"), k.bias ? &r.in.at("b") : nullptr);
+  return r;
+}
+
+const Stage* find_op(const Program& p, const std::string& op) {
+  for (const Stage& st : p.stages())
+    if (st.op == op) return &st;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("dense channels-first convolutions as im2col + GEMM match float64",
+          "[default][im2col][conv]") {
+  const std::vector<Case> cases = {
+      {1, 5, 17, {13, 11}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true, false},  // dilated, padded
+                                                                             // (DeepLab)
+      {1, 7, 19, {23, 29}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true},   // stride 2 + ReLU
+                                                                             // (ResNet)
+      {2, 6, 32, {9, 7}, {2, 3}, {1, 2}, {0, 1}, {1, 2}, 2, false, true},    // 16 per group, mixed
+      {3, 3, 16, {5, 31}, {5, 1}, {1, 1}, {2, 0}, {1, 1}, 1, true, false, true},  // symbolic batch
+      {1, 4, 17, {1, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, true},  // 1x1 image, 3x3 padded
+      {1, 3, 18, {5, 6, 7}, {3, 2, 3}, {1, 2, 1}, {1, 0, 1}, {1, 1, 2}, 1, true, true},  // 3-D
+  };
+  std::vector<Case> all;
+  for (const Case& k : cases)
+    if (!k.in.empty()) all.push_back(k);
+  // 1-D: wav2vec's first layer at an odd length; padded, dilated, strided
+  all.push_back({1, 1, 20, {97}, {10}, {5}, {0}, {1}, 1, false, false});
+  all.push_back({1, 3, 17, {53}, {3}, {2}, {2}, {3}, 1, true, true});
+  all.push_back({2, 4, 16, {41}, {5}, {1}, {4}, {1}, 1, true, false, true});
+  std::mt19937 rng(47);
+  for (const Case& k : all) {
+    INFO("conv " << k.in.size() << "-D C=" << k.c << " O=" << k.o << " groups " << k.groups
+                 << (k.symbolic_batch ? " symbolic batch" : ""));
+    const auto [p, in, want] = build(k, rng);
+    const Stage* col = find_op(p, "im2col");
+    REQUIRE(col);
+    for (const char* tn : {"host", "x86-64-avx2", "arm-64-linux"}) {
+      Target t = parse_target(tn);
+      t.cores = 2;
+      const Schedule s = default_schedule(p, t);
+      validate(p, s, &t);
+      // The copy is materialized (not re-evaluated in the GEMM's inner loop).
+      const StageSchedule* cs = s.find(col->name);
+      REQUIRE(cs);
+      CHECK(cs->compute.kind == Placement::Kind::Root);
+    }
+    Target t = parse_target("host");
+    t.cores = 2;
+    CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5, 3e-5) <=
+          1.0);
+  }
+}
+
+TEST_CASE("convolutions that gain nothing from im2col keep the guarded-read stage",
+          "[default][im2col][conv]") {
+  auto has_col = [](int64_t c, int64_t o, int64_t k, int groups) {
+    Program p("keep");
+    const Tensor x = p.input("X", {1, c, 12, 12}), w = p.input("W", {o, c / groups, k, k});
+    p.output(ops::conv2d(x, w, Tensor(), {1, 1}, {1, 1}, {1, 1}, groups, "Y"));
+    return find_op(p, "im2col") != nullptr;
+  };
+  CHECK(has_col(8, 32, 3, 1));
+  CHECK_FALSE(has_col(8, 32, 1, 1));  // 1x1: the input is already the GEMM's B
+  CHECK_FALSE(has_col(8, 8, 3, 8));   // depthwise: a stencil (Window.cpp)
+  CHECK_FALSE(has_col(8, 8, 3, 1));   // fewer output channels than a vector share each copy
+}
