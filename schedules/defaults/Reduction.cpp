@@ -31,6 +31,13 @@ namespace {
 // (the threshold parallel_vectorized uses: waking a thread ~ 2^14 adds).
 constexpr int64_t kMinParallelElements = int64_t{1} << 14;
 
+// Rows per parallel task when both the number of rows and their length are
+// symbolic: a trade between the pool's per-task cost (a task per short row
+// contends for its queue) and balance for few long rows (fewer than
+// kSymbolicRowBlock * cores rows leave cores idle; GPT-2's 8 vocabulary rows
+// still give each of 2 cores a block).
+constexpr int64_t kSymbolicRowBlock = 4;
+
 // Elements of a shape, with a symbolic one counted as large: symbolic sizes
 // are the ones a kernel is compiled once for, so they get the parallel code.
 int64_t elements(const Shape& s) {
@@ -122,8 +129,13 @@ LoopSchedule parallel_rows(const Stage& st, const Target& t) {
     for (size_t j = k + 1; j < st.vars.size(); ++j)
       inner = times(inner, std::max<int64_t>(1, static_extent(st.shape[j])));
     const int64_t per_row = times(steps, inner);
-    if (e < 0 && per_row < kMinParallelElements) {
-      ls.tile[v] = {(kMinParallelElements + per_row - 1) / per_row};
+    if (e < 0 && (per_row < kMinParallelElements || steps >= std::numeric_limits<int64_t>::max() / 4)) {
+      // Rows of a symbolic length run in blocks of kSymbolicRowBlock: one
+      // task per row of a dynamic global pool over [1, 2048, 7, 7] (2048
+      // tasks of 49 adds) ran 19x its static kernel.
+      const int64_t rows = per_row < kMinParallelElements ? (kMinParallelElements + per_row - 1) / per_row
+                                                          : kSymbolicRowBlock;
+      ls.tile[v] = {rows};
       ls.parallel.push_back(outer_loop(v));
     } else if (const int64_t chunk = parallel_chunk(e, 1, t); chunk > 0 && chunk < e) {
       ls.tile[v] = {chunk};

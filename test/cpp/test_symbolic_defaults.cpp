@@ -137,3 +137,48 @@ TEST_CASE("specialize: rejected where it cannot apply, naming the stage", "[sche
   s["h"].loops.vector_width = 8;
   CHECK_NOTHROW(validate(p, s, &t));
 }
+
+// Symbolic rows run in parallel blocks of rows (RowWise.cpp, Reduction.cpp);
+// the last block is partial at row counts that are not a multiple of it.
+TEST_CASE("symbolic softmax / layer_norm: rows in parallel blocks, correct at every size",
+          "[defaults][symbolic]") {
+  const Target t = parse_target("host");
+  {
+    Program p("dyn_softmax");
+    const Tensor x = p.input("X", {Dim::symbol("R"), Dim::symbol("C")});
+    p.output(ops::softmax(x, -1, "y"));
+    const Schedule s = default_schedule(p, t);
+    if (t.cores > 1) CHECK(s.stages.at("y").loops.tile.count(p.stage("y").vars[0]));
+    const Kernel k(p, s, t);
+    check_sizes(p, k, {{{1, 1}}, {{3, 5}}, {{7, 129}}, {{37, 17}}, {{5, 1031}}}, 1e-5, 1e-6);
+  }
+  {
+    Program p("dyn_layer_norm");
+    const Tensor x = p.input("X", {Dim::symbol("R"), Dim::symbol("C")});
+    const Tensor g = p.input("g", {Dim::symbol("C")});
+    const Tensor b = p.input("b", {Dim::symbol("C")});
+    p.output(ops::layer_norm(x, g, b, 1e-5, "y"));
+    const Kernel k(p, default_schedule(p, t), t);
+    check_sizes(p, k, {{{1, 1}, {1}, {1}}, {{3, 7}, {7}, {7}}, {{13, 768}, {768}, {768}}, {{41, 31}, {31}, {31}}},
+                1e-4, 1e-4);
+  }
+}
+
+TEST_CASE("symbolic row sum and global pool: rows in parallel blocks, correct at every size",
+          "[defaults][symbolic]") {
+  const Target t = parse_target("host");
+  {
+    Program p("dyn_rowsum");
+    const Tensor x = p.input("X", {Dim::symbol("R"), Dim::symbol("C")});
+    p.output(ops::reduce_mean(x, {1}, false, "y"));
+    const Kernel k(p, default_schedule(p, t), t);
+    check_sizes(p, k, {{{1, 1}}, {{3, 5}}, {{9, 129}}, {{37, 17}}, {{6, 1031}}}, 1e-5, 1e-6);
+  }
+  {
+    Program p("dyn_gap");
+    const Tensor x = p.input("X", {1, Dim::symbol("C"), Dim::symbol("H"), Dim::symbol("W")});
+    p.output(ops::global_avg_pool(x, "y"));
+    const Kernel k(p, default_schedule(p, t), t);
+    check_sizes(p, k, {{{1, 1, 1, 1}}, {{1, 3, 7, 7}}, {{1, 37, 5, 3}}, {{1, 130, 1, 17}}}, 1e-5, 1e-6);
+  }
+}
