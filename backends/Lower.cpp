@@ -492,15 +492,6 @@ class Lowering {
     }
     Halide::Func stage_func(const std::string& name) override { return l_.funcs_.at(name); }
     Halide::Expr extent(const Dim& d) override { return l_.extent(d); }
-    bool hosts(const std::string& loop) const override {
-      if (ss_.accumulator_at == loop) return true;
-      for (const auto& [name, o] : l_.s_.stages) {
-        if (o.compute.kind == Placement::Kind::At && o.compute.stage == st_.name && o.compute.loop == loop) return true;
-        if (o.store && o.store->kind == Placement::Kind::At && o.store->stage == st_.name && o.store->loop == loop)
-          return true;
-      }
-      return false;
-    }
 
    private:
     Lowering& l_;

@@ -70,9 +70,6 @@ class ApplyContext {
   virtual Halide::Func stage_func(const std::string& name) = 0;
   // The extent of a dim as a Halide Expr (a symbolic size: the input dim it is bound to).
   virtual Halide::Expr extent(const Dim& d) = 0;
-  // Is some stage computed or stored at this stage's loop `loop` (or its
-  // accumulator tile kept there)?
-  virtual bool hosts(const std::string& loop) const = 0;
 
   // The Func whose update runs the reduction: helper() or func().
   Halide::Func reducer() {

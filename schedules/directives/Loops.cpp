@@ -233,9 +233,14 @@ void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool
     const auto k = std::find(st.vars.begin(), st.vars.end(), n) - st.vars.begin();
     const bool whole_symbolic_dim = static_cast<size_t>(k) < st.vars.size() && st.shape[k].is_symbolic() &&
                                     !ls.tile.count(n);
-    if (blocks && blocks->cores > 1 && root && !update && whole_symbolic_dim && !blocks->hosts(n)) {
+    if (blocks && blocks->cores > 1 && root && !update && whole_symbolic_dim) {
+      // The blocks loop outside, the loop itself inside under its own name, so
+      // that stages computed at it stay per iteration (a softmax's row max).
       const Halide::Expr e = blocks->extent(st.shape[k]);
-      hs.parallel(vr(n), Halide::max(1, (e + blocks->cores - 1) / blocks->cores), Halide::TailStrategy::GuardWithIf);
+      const Halide::Var outer(n + "_cores");
+      hs.split(Halide::Var(n), outer, Halide::Var(n), Halide::max(1, (e + blocks->cores - 1) / blocks->cores),
+               Halide::TailStrategy::GuardWithIf);
+      hs.parallel(outer);
     } else {
       hs.parallel(vr(n));
     }
@@ -243,8 +248,7 @@ void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool
 }
 
 CoreBlocks core_blocks(ApplyContext& c) {
-  return {c.target().cores, [&c](const Dim& d) { return c.extent(d); },
-          [&c](const std::string& loop) { return c.hosts(loop); }};
+  return {c.target().cores, [&c](const Dim& d) { return c.extent(d); }};
 }
 
 std::string loop_marks(const LoopSchedule& ls, const Loop& l) {

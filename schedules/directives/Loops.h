@@ -32,15 +32,15 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
 // branch of a `specialize` directive), so their tails shift inwards as static
 // dims' do.
 // `blocks`: where given, a parallel loop that is a whole symbolic dim of a
-// root stage, and hosts no other stage, runs one contiguous block per core
-// (Halide's parallel with a task size of ceil(extent / cores)), as the
-// defaults' tiles give static dims (parallel_chunk): Halide otherwise makes
-// every iteration a task, and a dynamic [3136, 256] bias + ReLU with a task
-// per 256-element row took 0.85 ms against 0.14-0.17 ms in blocks (2 threads).
+// root stage runs one contiguous block of ceil(extent / cores) iterations per
+// core (a loop `<dim>_cores` outside it), as the defaults' tiles give static
+// dims (parallel_chunk); the loop keeps its name and iterations, so stages
+// computed at it stay where they were. Halide otherwise makes every iteration
+// a task: a dynamic [3136, 256] bias + ReLU with a task per 256-element row
+// took 0.85 ms against 0.14-0.17 ms in blocks (2 threads).
 struct CoreBlocks {
   int cores = 1;
   std::function<Halide::Expr(const Dim&)> extent;
-  std::function<bool(const std::string&)> hosts;
 };
 void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update, bool root,
                  bool fits = false, const CoreBlocks* blocks = nullptr);
