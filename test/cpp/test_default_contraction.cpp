@@ -1,0 +1,78 @@
+// Default schedules of matmul contractions (schedules/defaults/Contraction.cpp):
+// the register tile, and the packed B panel for strided panels (rows wider
+// than the column tile, reused by several row tiles) at static sizes as at
+// symbolic ones. Each kernel is checked against the float64 interpreter at
+// odd, prime and size-1 extents; symbolic ones run one kernel at every size.
+#include <catch2/catch.hpp>
+
+#include "Helpers.h"
+#include "dsl/ops/Ops.h"
+#include "schedules/defaults/Defaults.h"
+
+using namespace pto;
+using namespace pto::test;
+
+namespace {
+
+const Target& host() {
+  static const Target t = parse_target("host");
+  return t;
+}
+
+Shape dims(int64_t a, int64_t b, bool symbolic, const std::string& sa, const std::string& sb) {
+  return symbolic ? Shape{Dim::symbol(sa), Dim::symbol(sb)} : Shape{Dim(a), Dim(b)};
+}
+
+Program matmul_program(int64_t m, int64_t k, int64_t n, bool symbolic) {
+  Program p("mm");
+  const Tensor a = p.input("A", dims(m, k, symbolic, "M", "K"));
+  const Tensor b = p.input("B", dims(k, n, symbolic, "K", "N"));
+  p.output(ops::matmul(a, b, "matmul"));
+  return p;
+}
+
+bool packs_b(const Schedule& s) {
+  const StageSchedule* ms = s.find("matmul");
+  if (!ms) return false;
+  for (const auto& c : ms->cache)
+    if (c.tensor == "B") return true;
+  return false;
+}
+
+double check(const Kernel& k, int64_t m, int64_t kk, int64_t n, std::mt19937& rng) {
+  const std::map<std::string, HostTensor> in = {{"A", random_tensor({m, kk}, rng)}, {"B", random_tensor({kk, n}, rng)}};
+  const HostTensor got = run_f32(k, in)[0];
+  const Program& kp = k.program();
+  return tolerance_ratio(got, interpret(kp, in).at(kp.outputs()[0]), 1e-4, 1e-4);
+}
+
+}  // namespace
+
+TEST_CASE("default contraction packs strided B panels at static sizes", "[defaults][contraction]") {
+  // Rows of 128 and 333 floats are wider than a 64-column tile: packed, as
+  // the symbolic kernel does; a 64-wide B is one contiguous panel, and one
+  // row tile (M <= tile rows) would not reuse a packed panel.
+  CHECK(packs_b(default_schedule(matmul_program(300, 128, 128, false), host())));
+  CHECK(packs_b(default_schedule(matmul_program(257, 1000, 333, false), host())));
+  CHECK_FALSE(packs_b(default_schedule(matmul_program(64, 64, 64, false), host())));
+  CHECK_FALSE(packs_b(default_schedule(matmul_program(4, 128, 128, false), host())));
+}
+
+TEST_CASE("default contraction matches float64 at odd, prime and size-1 extents", "[defaults][contraction]") {
+  std::mt19937 rng(7);
+  const std::vector<std::array<int64_t, 3>> sizes = {{257, 61, 333}, {131, 37, 128}, {7, 1, 97},
+                                                     {1, 53, 160}, {97, 128, 113}, {6, 17, 65}};
+  for (const auto& [m, k, n] : sizes) {
+    INFO(m << "x" << k << "x" << n);
+    const Program p = matmul_program(m, k, n, false);
+    const Kernel kern(p, default_schedule(p, host()), host());
+    CHECK(check(kern, m, k, n, rng) <= 1.0);
+  }
+  // One symbolic kernel at every size (its specialized and guarded tiles).
+  const Program sp = matmul_program(0, 0, 0, true);
+  const Kernel sk(sp, default_schedule(sp, host()), host());
+  for (const auto& [m, k, n] : sizes) {
+    INFO("symbolic " << m << "x" << k << "x" << n);
+    CHECK(check(sk, m, k, n, rng) <= 1.0);
+  }
+}
