@@ -46,26 +46,9 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
   const size_t r = y.vars.size();
   if (r < 2) return;
   std::string row = y.vars[r - 2];
-  // A symbolic number of rows runs in blocks of rows, not one task per row:
-  // parallel_vectorized cannot split a symbolic extent per core, and a task
-  // per row left a dynamic softmax over [1536, 128] 8.9x its static kernel
-  // (the tasks contend for the pool's queue). A block streams at least 2^14
-  // elements (about one thread wake-up, as parallel_vectorized's threshold)
-  // for a static row length, and 4 rows of a symbolic one (fewer than 4 *
-  // cores long rows leave cores idle; GPT-2's 8 vocabulary rows still give
-  // each of 2 cores a block).
-  if (StageSchedule* ys = s.stages.count(y.name) ? &s[y.name] : nullptr;
-      ys && y.shape[r - 2].is_symbolic() && !ys->loops.tile.count(row) && ys->loops.parallel.size() == 1 &&
-      ys->loops.parallel[0] == row) {
-    constexpr int64_t kMinTaskElements = int64_t{1} << 14;
-    const int64_t len = static_extent(y.shape.back());
-    const int64_t rows = len > 0 ? std::max<int64_t>(1, (kMinTaskElements + len - 1) / len) : 4;
-    if (rows > 1) {
-      ys->loops.tile[row] = {rows};
-      ys->loops.parallel[0] = outer_loop(row);
-    }
-  }
-  // The row loop; within its block of rows when tiled.
+  // The row loop; within its per-core block when parallel_vectorized tiled it
+  // (a symbolic row count runs one block per core too: CoreBlocks in
+  // directives/Loops.h, which keeps the row loop and its per-row stages).
   if (const StageSchedule* ys = s.find(y.name); ys && ys->loops.tile.count(row)) row = inner_loop(row);
   const int lanes = t.vector_lanes(y.dtype);
   // A symbolic row is vectorized too, its tail guarded: scalar, a softmax

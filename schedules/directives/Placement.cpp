@@ -283,6 +283,17 @@ struct PlacementDirective : Directive {
         f.compute_at(c.consumer_loop(ss.compute));
         break;
     }
+    // A stage computed inside a consumer's loop whose region depends on a
+    // symbolic size (a dynamic softmax's exp row) has no constant bound, and
+    // Halide would malloc and free it on every iteration: a dynamic softmax
+    // over [1536, 128] spent 0.8 of its 0.9 ms there (static: 0.08 ms). On
+    // the stack Halide reuses one allocation for as long as it is big
+    // enough, and falls back to the heap past its stack limit.
+    const bool symbolic = std::any_of(c.stage().shape.begin(), c.stage().shape.end(),
+                                      [](const Dim& d) { return d.is_symbolic(); });
+    if (ss.compute.kind == Placement::Kind::At && !ss.store && symbolic && ss.device == "cpu" &&
+        ss.pipeline == Pipelining{})
+      f.store_in(Halide::MemoryType::Stack);
     if (ss.store && ss.compute.kind == Placement::Kind::At) {
       if (ss.store->kind == Placement::Kind::Root)
         f.hoist_storage(Halide::LoopLevel::root());
