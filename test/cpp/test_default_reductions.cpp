@@ -189,7 +189,8 @@ TEST_CASE("default reductions: matrix-vector products, both sides, static and sy
   const std::vector<Case> cases = {
       {{1, 1}, {1}},          {{7, 13}, {13}},      {{300, 257}, {257}},
       {{3, 40000}, {40000}},  {{33}, {33, 70}},     {{4000}, {4000, 8}},
-      {{257, 129}, {129, 1}}, {{1, 300}, {300, 3}}, {{2, 5000}, {5000, 1}}};
+      {{257, 129}, {129, 1}}, {{1, 300}, {300, 3}}, {{2, 5000}, {5000, 1}},
+      {{1, 37}, {37, 100}},   {{1, 768}, {768, 1031}}};
   for (const bool symbolic : {false, true})
     for (const Case& c : cases) {
       INFO((symbolic ? "symbolic " : "static ")
@@ -205,7 +206,17 @@ TEST_CASE("default reductions: matrix-vector products, both sides, static and sy
         if (c.b.size() == 2) sb[1] = Dim::symbol("N");
       }
       p.output(ops::matmul(p.input("A", sa), p.input("B", sb), "mv"));
-      const Kernel k(p, default_schedule(p, host()), host());
+      const Schedule s = default_schedule(p, host());
+      // One static output row with a vector's width of columns (x @ W in a
+      // decoder step): the reduction rule's accumulator row along the
+      // columns, not a register tile.
+      if (!symbolic && c.a.size() == 2 && c.a[0] == 1 && c.b.size() == 2 && c.b[1] >= 16) {
+        const StageSchedule& ms = s.stages.at("mv");
+        REQUIRE(ms.update);
+        CHECK(ms.update->order.back() == p.stage("mv").vars.back());
+        CHECK(ms.update->unroll.empty());
+      }
+      const Kernel k(p, s, host());
       const std::map<std::string, HostTensor> in = {{"A", integers(c.a, rng)},
                                                     {"B", integers(c.b, rng)}};
       CHECK(tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("mv"), 0, 1e-9) <= 1.0);
