@@ -232,8 +232,10 @@ void along_kept(const Stage& st, const Target& t, StageSchedule& ss) {
   ss.update = up;
 }
 
+void lanes_of_rows(const Stage& st, const Target& t, LoopSchedule& up);
+
 // Streams along reduced dim `rv`: see the file comment.
-void along_reduced(const Stage& st, const RVar& rv, const Target& t, StageSchedule& ss) {
+void along_reduced(const Stage& st, const RVar& rv, const Target& t, bool output, StageSchedule& ss) {
   const int64_t rows = elements(st.shape), steps = reduction_steps(st);
   const bool parallel = t.cores > 1 && times(rows, steps) >= kMinParallelElements * t.cores;
   if (parallel && rows < t.cores && !st.is_arg_reduction()) {
@@ -245,13 +247,58 @@ void along_reduced(const Stage& st, const RVar& rv, const Target& t, StageSchedu
   if (parallel) ss.loops = parallel_rows(st, t);
   if (rv.name == st.rvars.back().name) ss.rfactor = row_rfactor(st, t);
   // Rows too short for lanes of partials (or an argmax): the update runs
-  // over the same parallel blocks of rows as the pure definition.
+  // over the same parallel blocks of rows as the pure definition, with
+  // lanes of rows where there are a vector's worth (below).
   if (!ss.rfactor && parallel) {
     LoopSchedule up;
     up.tile = ss.loops.tile;
     up.parallel = ss.loops.parallel;
+    if (!st.is_arg_reduction() && !output) lanes_of_rows(st, t, up);
     ss.update = up;
   }
+}
+
+// Rows too short for lanes of partials (ResNet's global average pool: 2048
+// rows of 7 x 7) reduce a vector of rows at a time: the innermost kept dim
+// split into vectors of lanes, inside the reduction loops, so that each step
+// adds one strided load of `lanes` rows (their few cache lines stay in L1)
+// into one accumulator vector, instead of a serial scalar chain per row
+// (2 threads, [1, 2048, 7, 7]: 0.070 -> 0.029 ms; ONNX Runtime 0.032-0.037).
+// Not for a program output: its update would load vectors from the caller's
+// buffer, whose alignment Halide assumes (a crash; along_kept's accumulator
+// block is the way around it, left for later).
+void lanes_of_rows(const Stage& st, const Target& t, LoopSchedule& up) {
+  const int lanes = t.vector_lanes(accumulator_type(st));
+  if (lanes < 2) return;
+  size_t k = st.vars.size();
+  while (k > 0 && static_extent(st.shape[k - 1]) == 1) --k;
+  if (k == 0) return;
+  const std::string& c = st.vars[k - 1];
+  const int64_t e = static_extent(st.shape[k - 1]);
+  if (e > 0 && e < lanes) return;
+  std::vector<std::string> outer;
+  if (const auto tl = up.tile.find(c); tl != up.tile.end()) {
+    if (tl->second.size() != 1 || tl->second[0] % lanes || tl->second[0] <= lanes) return;
+    tl->second.push_back(lanes);
+    outer = {outer_loop(c), middle_loop(c)};
+  } else {
+    up.tile[c] = {lanes};
+    outer = {outer_loop(c)};
+    if (!up.parallel.empty() && up.parallel[0] == c) up.parallel = {outer_loop(c)};
+  }
+  for (const std::string& v : st.vars)
+    if (v == c) {
+      up.order.insert(up.order.end(), outer.begin(), outer.end());
+    } else if (up.tile.count(v)) {
+      up.order.push_back(outer_loop(v));
+      up.order.push_back(inner_loop(v));
+    } else {
+      up.order.push_back(v);
+    }
+  for (const RVar& r : st.rvars) up.order.push_back(r.name);
+  up.order.push_back(inner_loop(c));
+  up.vectorize = inner_loop(c);
+  up.vector_width = lanes;
 }
 
 }  // namespace
@@ -263,7 +310,7 @@ void reduction(const Program& p, const Stage& st, const Target& t, Schedule& s) 
   StageSchedule& ss = s[st.name];
   if (!st.vars.empty() && v == st.vars.back()) return along_kept(st, t, ss);
   for (const RVar& r : st.rvars)
-    if (r.name == v) return along_reduced(st, r, t, ss);
+    if (r.name == v) return along_reduced(st, r, t, p.is_output(st.name), ss);
 }
 
 }  // namespace pto::defaults

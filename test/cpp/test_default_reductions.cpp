@@ -285,3 +285,29 @@ TEST_CASE("rfactor: guarded tails and chunks across cores validate, round-trip a
           R"({"schema": 1, "stages": {"r": {"rfactor": {"rvar": "j", "factor": 16, "parallel": 1}}}})"),
       Contains("stages.r.rfactor.parallel"));
 }
+
+// Rows too short for lanes of partials: a vector of rows per step
+// (lanes_of_rows in Reduction.cpp), exact on integer inputs at row counts
+// below, at and past a vector and a core's block, and symbolic.
+TEST_CASE("default reductions: short rows reduce a vector of rows at a time", "[defaults][reduction]") {
+  const Build pool = [](const Tensor& x) { return ops::global_avg_pool(x, "pool"); };
+  // Not an output (an output's update keeps the scalar loop): a sum then scaled.
+  const Build rows = [](const Tensor& x) {
+    return ops::mul(ops::reduce_sum(x, {1}, false, "rows"), ops::reduce_sum(x, {1}, false, "rows2"), "y");
+  };
+  {
+    Program p("pool");
+    p.output(pool(p.input("X", {1, 2048, 7, 7})));
+    const Schedule s = default_schedule(p, host());
+    const StageSchedule& ps = entry(p, s, "pool_sum");
+    REQUIRE(ps.update);
+    CHECK_FALSE(ps.update->vectorize.empty());
+  }
+  // Sums of 49 integers below 2^24 are exact in f32; the mean divides once (1 rounding).
+  CHECK(worst(pool, {{1, 2048, 7, 7}, {2, 37, 3, 3}, {1, 16, 5, 7}, {1, 3, 2, 2}}, false, 1.2e-7, 0) <= 1.0);
+  CHECK(worst(rows, {{4096, 9}, {1000, 5}, {17, 3}, {33, 1}}, false, 1.2e-7, 0) <= 1.0);
+  CHECK(worst(rows, {{4096, 9}, {17, 3}}, true, 1.2e-7, 0) <= 1.0);
+  // An output sum of short rows runs (the scalar update), exact.
+  const Build out = [](const Tensor& x) { return ops::reduce_sum(x, {1}, false, "rows"); };
+  CHECK(worst(out, {{4096, 9}, {17, 3}}, false, 0, 0) <= 1.0);
+}
