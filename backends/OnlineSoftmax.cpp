@@ -5,6 +5,7 @@
 #include <set>
 
 #include "dsl/Error.h"
+#include "dsl/IRVisitor.h"
 #include "schedules/directives/OnlineSoftmax.h"
 
 namespace pto {
@@ -22,82 +23,52 @@ const double kInf = std::numeric_limits<double>::infinity();
 // Which Halide dim of tensor `t`'s accesses in `e` holds variable `v` when it
 // is not the innermost one (a strided vector operand): that dim, else -1.
 int strided_dim(const pto::Expr& e, const std::string& t, const std::string& v) {
-  int found = -1;
-  std::function<void(const pto::Expr&)> go = [&](const pto::Expr& x) {
-    if (!x.defined()) return;
-    switch (x.kind()) {
-      case ExprKind::Access: {
-        const auto* a = x.as<AccessNode>();
-        if (a->tensor == t && !a->args.empty()) {
-          const auto* last = a->args.back().as<VarNode>();
-          if (!last || last->name != v)
-            for (size_t k = 0; k + 1 < a->args.size(); ++k)
-              if (const auto* av = a->args[k].as<VarNode>(); av && av->name == v)
-                found = static_cast<int>(a->args.size() - 1 - k);
-        }
-        for (const auto& y : a->args) go(y);
-        break;
+  struct Finder : IRVisitor {
+    const std::string &t, &v;
+    int found = -1;
+    Finder(const std::string& tensor, const std::string& var) : t(tensor), v(var) {}
+    void visit_access(const AccessNode& a) override {
+      if (a.tensor == t && !a.args.empty()) {
+        const auto* last = a.args.back().as<VarNode>();
+        if (!last || last->name != v)
+          for (size_t k = 0; k + 1 < a.args.size(); ++k)
+            if (const auto* av = a.args[k].as<VarNode>(); av && av->name == v)
+              found = static_cast<int>(a.args.size() - 1 - k);
       }
-      case ExprKind::Unary: go(x.as<UnaryNode>()->a); break;
-      case ExprKind::Binary: go(x.as<BinaryNode>()->a); go(x.as<BinaryNode>()->b); break;
-      case ExprKind::Select:
-        go(x.as<SelectNode>()->cond);
-        go(x.as<SelectNode>()->true_value);
-        go(x.as<SelectNode>()->false_value);
-        break;
-      case ExprKind::Cast: go(x.as<CastNode>()->a); break;
-      default: break;
+      IRVisitor::visit_access(a);
     }
-  };
-  go(e);
-  return found;
+  } f(t, v);
+  f.visit(e);
+  return f.found;
 }
 
 // Whether an access in `e` to a tensor outside `safe` indexes with variable
 // `v` (anywhere in its arguments): then `v` past the tensor's extent (a
 // block rounded up) must be clamped before that read.
 bool reads_unsafe(const pto::Expr& e, const std::set<std::string>& safe, const std::string& v) {
-  bool found = false;
-  std::function<bool(const pto::Expr&)> uses = [&](const pto::Expr& x) -> bool {
-    if (!x.defined()) return false;
-    switch (x.kind()) {
-      case ExprKind::Var: return x.as<VarNode>()->name == v;
-      case ExprKind::Access:
-        for (const auto& y : x.as<AccessNode>()->args)
-          if (uses(y)) return true;
-        return false;
-      case ExprKind::Unary: return uses(x.as<UnaryNode>()->a);
-      case ExprKind::Binary: return uses(x.as<BinaryNode>()->a) || uses(x.as<BinaryNode>()->b);
-      case ExprKind::Select:
-        return uses(x.as<SelectNode>()->cond) || uses(x.as<SelectNode>()->true_value) ||
-               uses(x.as<SelectNode>()->false_value);
-      case ExprKind::Cast: return uses(x.as<CastNode>()->a);
-      default: return false;
-    }
+  // Does an expression mention variable `v`?
+  struct Uses : IRVisitor {
+    const std::string& v;
+    bool found = false;
+    explicit Uses(const std::string& var) : v(var) {}
+    void visit_var(const VarNode& n) override { found = found || n.name == v; }
   };
-  std::function<void(const pto::Expr&)> go = [&](const pto::Expr& x) {
-    if (!x.defined() || found) return;
-    switch (x.kind()) {
-      case ExprKind::Access: {
-        const auto* a = x.as<AccessNode>();
-        if (!safe.count(a->tensor))
-          for (const auto& y : a->args) found = found || uses(y);
-        for (const auto& y : a->args) go(y);
-        break;
+  struct Finder : IRVisitor {
+    const std::set<std::string>& safe;
+    const std::string& v;
+    bool found = false;
+    Finder(const std::set<std::string>& s, const std::string& var) : safe(s), v(var) {}
+    void visit_access(const AccessNode& a) override {
+      if (!found && !safe.count(a.tensor)) {
+        Uses u(v);
+        for (const auto& y : a.args) u.visit(y);
+        found = u.found;
       }
-      case ExprKind::Unary: go(x.as<UnaryNode>()->a); break;
-      case ExprKind::Binary: go(x.as<BinaryNode>()->a); go(x.as<BinaryNode>()->b); break;
-      case ExprKind::Select:
-        go(x.as<SelectNode>()->cond);
-        go(x.as<SelectNode>()->true_value);
-        go(x.as<SelectNode>()->false_value);
-        break;
-      case ExprKind::Cast: go(x.as<CastNode>()->a); break;
-      default: break;
+      IRVisitor::visit_access(a);
     }
-  };
-  go(e);
-  return found;
+  } f(safe, v);
+  f.visit(e);
+  return f.found;
 }
 
 // A register tile of the target: `cols` vectors across, as many rows as the
