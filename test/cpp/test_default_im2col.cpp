@@ -9,6 +9,7 @@
 #include "dsl/ops/Ops.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
+#include "test/cpp/ConvReference.h"
 #include "test/cpp/Helpers.h"
 
 using namespace pto;
@@ -23,51 +24,6 @@ struct Case {
   int groups;
   bool bias, relu, symbolic_batch = false;
 };
-
-std::vector<int64_t> out_sizes(const Case& k) {
-  std::vector<int64_t> o;
-  for (size_t s = 0; s < k.in.size(); ++s)
-    o.push_back((k.in[s] + 2 * k.pad[s] - k.dil[s] * (k.k[s] - 1) - 1) / k.stride[s] + 1);
-  return o;
-}
-
-// out[n, o, q...] = b[o] + sum over c < C/groups, t... of
-//   in[n, group(o) * C/groups + c, q*s + t*d - p ...] * w[o, c, t...], zero outside the image.
-HostTensor reference(const Case& k, const HostTensor& x, const HostTensor& w, const HostTensor* b) {
-  const auto os = out_sizes(k);
-  const size_t sp = k.in.size();
-  int64_t pixels = 1, taps = 1, inpix = 1;
-  for (size_t s = 0; s < sp; ++s) pixels *= os[s], taps *= k.k[s], inpix *= k.in[s];
-  const int64_t cg = k.c / k.groups, og = k.o / k.groups;
-  std::vector<int64_t> shape{k.n, k.o};
-  for (int64_t v : os) shape.push_back(v);
-  HostTensor r{shape, std::vector<double>(static_cast<size_t>(k.n * k.o * pixels))};
-  size_t idx = 0;
-  for (int64_t n = 0; n < k.n; ++n)
-    for (int64_t o = 0; o < k.o; ++o)
-      for (int64_t q = 0; q < pixels; ++q) {
-        double acc = b ? b->data[static_cast<size_t>(o)] : 0.0;
-        for (int64_t c = 0; c < cg; ++c)
-          for (int64_t t = 0; t < taps; ++t) {
-            int64_t qr = q, tr = t, off = 0, stride_in = 1;
-            bool ok = true;
-            std::vector<int64_t> pos(sp);
-            for (size_t s = sp; s-- > 0;) {
-              const int64_t qs = qr % os[s], ts = tr % k.k[s];
-              qr /= os[s], tr /= k.k[s];
-              pos[s] = qs * k.stride[s] + ts * k.dil[s] - k.pad[s];
-              ok &= pos[s] >= 0 && pos[s] < k.in[s];
-            }
-            if (!ok) continue;
-            for (size_t s = sp; s-- > 0;) off += pos[s] * stride_in, stride_in *= k.in[s];
-            const int64_t ic = (o / og) * cg + c;
-            acc += x.data[static_cast<size_t>((n * k.c + ic) * inpix + off)] *
-                   w.data[static_cast<size_t>((o * cg + c) * taps + t)];
-          }
-        r.data[idx++] = k.relu ? std::max(acc, 0.0) : acc;
-      }
-  return r;
-}
 
 struct Built {
   Program p{"im2col"};
@@ -97,7 +53,8 @@ Built build(const Case& k, std::mt19937& rng) {
   p.output(k.relu ? ops::relu(y, "Y") : y);
   r.in = {{"X", random_tensor(xv, rng)}, {"W", random_tensor(wv, rng)}};
   if (k.bias) r.in["b"] = random_tensor({k.o}, rng);
-  r.want = reference(k, r.in.at("X"), r.in.at("W"), k.bias ? &r.in.at("b") : nullptr);
+  r.want = conv_reference({k.n, k.c, k.o, k.in, k.k, k.stride, k.pad, k.dil, k.groups, k.relu}, r.in.at("X"),
+                          r.in.at("W"), k.bias ? &r.in.at("b") : nullptr);
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include "dsl/ops/Ops.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
+#include "test/cpp/ConvReference.h"
 #include "test/cpp/Helpers.h"
 
 using namespace pto;
@@ -26,36 +27,14 @@ struct ConvCase {
   bool symbolic_batch = false;
 };
 
-// out[n, o, y, x] = b[o] + sum over c < C/groups, ky, kx of
-//   in[n, (o / (O/groups)) * C/groups + c, y*s + ky*d - p, x*s + kx*d - p] * w[o, c, ky, kx], zero
-//   outside.
-HostTensor conv_reference(const ConvCase& k, const HostTensor& x, const HostTensor& w,
-                          const HostTensor* b) {
-  const int64_t oh = (k.h + 2 * k.pad[0] - k.dil[0] * (k.kh - 1) - 1) / k.stride[0] + 1;
-  const int64_t ow = (k.w + 2 * k.pad[1] - k.dil[1] * (k.kw - 1) - 1) / k.stride[1] + 1;
-  const int64_t cg = k.c / k.groups, og = k.o / k.groups;
-  std::vector<int64_t> shape =
-      k.one_d ? std::vector<int64_t>{k.n, k.o, ow} : std::vector<int64_t>{k.n, k.o, oh, ow};
-  HostTensor r{shape, std::vector<double>(static_cast<size_t>(k.n * k.o * oh * ow))};
-  size_t idx = 0;
-  for (int64_t n = 0; n < k.n; ++n)
-    for (int64_t o = 0; o < k.o; ++o)
-      for (int64_t y = 0; y < oh; ++y)
-        for (int64_t xx = 0; xx < ow; ++xx) {
-          double acc = b ? b->data[static_cast<size_t>(o)] : 0.0;
-          for (int64_t c = 0; c < cg; ++c)
-            for (int64_t ky = 0; ky < k.kh; ++ky)
-              for (int64_t kx = 0; kx < k.kw; ++kx) {
-                const int64_t iy = y * k.stride[0] + ky * k.dil[0] - k.pad[0];
-                const int64_t ix = xx * k.stride[1] + kx * k.dil[1] - k.pad[1];
-                if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
-                const int64_t ic = (o / og) * cg + c;
-                acc += x.data[static_cast<size_t>(((n * k.c + ic) * k.h + iy) * k.w + ix)] *
-                       w.data[static_cast<size_t>(((o * cg + c) * k.kh + ky) * k.kw + kx)];
-              }
-          r.data[idx++] = k.relu ? std::max(acc, 0.0) : acc;
-        }
-  return r;
+// The geometry of a case for the shared reference (ConvReference.h).
+ConvGeometry geometry(const ConvCase& k) {
+  if (k.one_d) return {k.n, k.c, k.o, {k.w}, {k.kw}, {k.stride[1]}, {k.pad[1]}, {k.dil[1]}, k.groups, k.relu};
+  return {k.n,          k.c,
+          k.o,          {k.h, k.w},
+          {k.kh, k.kw}, {k.stride[0], k.stride[1]},
+          {k.pad[0], k.pad[1]}, {k.dil[0], k.dil[1]},
+          k.groups,     k.relu};
 }
 
 struct Built {
@@ -93,7 +72,7 @@ Built build_conv(const ConvCase& k, std::mt19937& rng) {
                                           : std::vector<int64_t>{k.o, k.c / k.groups, k.kh, k.kw};
   r.in = {{"X", random_tensor(xshape, rng)}, {"W", random_tensor(wshape, rng)}};
   if (k.bias) r.in["b"] = random_tensor({k.o}, rng);
-  r.want = conv_reference(k, r.in.at("X"), r.in.at("W"), k.bias ? &r.in.at("b") : nullptr);
+  r.want = conv_reference(geometry(k), r.in.at("X"), r.in.at("W"), k.bias ? &r.in.at("b") : nullptr);
   return r;
 }
 
