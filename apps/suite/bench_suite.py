@@ -129,6 +129,10 @@ def run_workload(w: Workload, args: argparse.Namespace, threads: int) -> tuple[l
     samples: dict[str, list[tuple[float, float, float]]] = {k: [] for k in impls}
     for _ in range(args.rounds):
         for impl, (kind, f) in impls.items():
+            # ONNX Runtime's and OpenBLAS's worker threads spin for a while after
+            # a call returns; on 2 cores that spinning would be charged to the
+            # implementation timed next, so let them go idle first.
+            time.sleep(0.05)
             if kind == "pto":
                 t = f.time(*arrays, min_seconds=args.min_seconds)
                 samples[impl].append((t.median_ms, t.min_ms, t.max_ms))

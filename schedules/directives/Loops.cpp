@@ -153,7 +153,7 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
 // computed at a consumer sees regions of any size, symbolic dims may be
 // smaller than a tile, and updates must not run twice on one point.
 void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update,
-                 bool root, bool fits, const CoreBlocks* blocks) {
+                 bool root, bool fits, ApplyContext* blocks) {
   const auto nest = loop_nest(st, ls, update);
   auto vr = [&](const std::string& n) {
     return Halide::VarOrRVar(n, update && is_reduction_loop(st, n));
@@ -231,24 +231,20 @@ void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool
   }
   for (const auto& n : ls.parallel) {
     const auto k = std::find(st.vars.begin(), st.vars.end(), n) - st.vars.begin();
-    const bool whole_symbolic_dim = static_cast<size_t>(k) < st.vars.size() && st.shape[k].is_symbolic() &&
-                                    !ls.tile.count(n);
-    if (blocks && blocks->cores > 1 && root && !update && whole_symbolic_dim) {
+    const bool whole_symbolic_dim = static_cast<size_t>(k) < st.vars.size() && st.shape[k].is_symbolic();
+    const int cores = blocks ? blocks->target().cores : 1;
+    if (cores > 1 && root && !update && whole_symbolic_dim) {
       // The blocks loop outside, the loop itself inside under its own name, so
       // that stages computed at it stay per iteration (a softmax's row max).
       const Halide::Expr e = blocks->extent(st.shape[k]);
       const Halide::Var outer(n + "_cores");
-      hs.split(Halide::Var(n), outer, Halide::Var(n), Halide::max(1, (e + blocks->cores - 1) / blocks->cores),
+      hs.split(Halide::Var(n), outer, Halide::Var(n), Halide::max(1, (e + cores - 1) / cores),
                Halide::TailStrategy::GuardWithIf);
       hs.parallel(outer);
     } else {
       hs.parallel(vr(n));
     }
   }
-}
-
-CoreBlocks core_blocks(ApplyContext& c) {
-  return {c.target().cores, [&c](const Dim& d) { return c.extent(d); }};
 }
 
 std::string loop_marks(const LoopSchedule& ls, const Loop& l) {
@@ -324,8 +320,7 @@ struct LoopsDirective : Directive {
 
   void apply(ApplyContext& c) const override {
     const StageSchedule& ss = c.schedule();
-    const CoreBlocks blocks = core_blocks(c);
-    apply_loops(c.stage(), c.func(), ss.loops, false, ss.compute.kind == Placement::Kind::Root, false, &blocks);
+    apply_loops(c.stage(), c.func(), ss.loops, false, ss.compute.kind == Placement::Kind::Root, false, &c);
   }
 
  protected:

@@ -4,7 +4,6 @@
 // reuses the functions here.
 #pragma once
 
-#include <functional>
 
 #include "schedules/LoopNest.h"
 #include "schedules/directives/Directive.h"
@@ -31,21 +30,16 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
 // `fits`: the stage's symbolic dims hold at least one tile or vector each (the
 // branch of a `specialize` directive), so their tails shift inwards as static
 // dims' do.
-// `blocks`: where given, a parallel loop that is a whole symbolic dim of a
-// root stage runs one contiguous block of ceil(extent / cores) iterations per
-// core (a loop `<dim>_cores` outside it), as the defaults' tiles give static
-// dims (parallel_chunk); the loop keeps its name and iterations, so stages
-// computed at it stay where they were. Halide otherwise makes every iteration
-// a task: a dynamic [3136, 256] bias + ReLU with a task per 256-element row
-// took 0.85 ms against 0.14-0.17 ms in blocks (2 threads).
-struct CoreBlocks {
-  int cores = 1;
-  std::function<Halide::Expr(const Dim&)> extent;
-};
+// `blocks`: where given (the context of the stage being lowered), a parallel
+// loop that is a whole symbolic dim of a root stage runs one contiguous block
+// of ceil(extent / cores) iterations per core (a loop `<dim>_cores` outside
+// it), as the defaults' tiles give static dims (parallel_chunk); the loop
+// keeps its name and iterations, so stages computed at it stay where they
+// were. Halide otherwise makes every iteration a task: a dynamic [3136, 256]
+// bias + ReLU with a task per 256-element row took 0.85 ms against
+// 0.14-0.17 ms in blocks (2 threads).
 void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update, bool root,
-                 bool fits = false, const CoreBlocks* blocks = nullptr);
-// The CoreBlocks of the stage `c` lowers.
-CoreBlocks core_blocks(ApplyContext& c);
+                 bool fits = false, ApplyContext* blocks = nullptr);
 
 // Tiles, a vectorized innermost pure loop, a parallel outermost one, for an
 // update's candidates (Update.cpp).

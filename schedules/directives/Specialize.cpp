@@ -85,8 +85,7 @@ struct SpecializeDirective : Directive {
       cond = cond.defined() ? (cond && e) : e;
     }
     if (!cond.defined()) return;
-    const CoreBlocks blocks = core_blocks(c);
-    apply_loops(st, c.func().specialize(cond), ss.loops, false, true, /*fits=*/true, &blocks);
+    apply_loops(st, c.func().specialize(cond), ss.loops, false, true, /*fits=*/true, &c);
   }
 
   // Its loops print once: the version for extents that hold every tile.
