@@ -221,14 +221,9 @@ Schedule default_schedule(const Program& p, const Target& t) {
     }
   }
   // The im2col copy a dense channels-first convolution's GEMM reads
-  // (Convolution.cpp), materialized: inline, it would be re-evaluated, guard
-  // and all, in the GEMM's innermost loop.
+  // (Convolution.cpp), and the GEMM's tile order (Im2col.cpp).
   for (const Stage& st : p.stages())
-    if (st.op == "im2col" && !st.reduce && !p.is_output(st.name)) {
-      StageSchedule& cs = s[st.name];
-      cs = StageSchedule{};
-      cs.loops = parallel_vectorized(st, t);
-    }
+    if (st.op == "im2col" && !st.reduce && !p.is_output(st.name)) im2col(p, st, t, s);
   // Transposes, materialized.
   for (const Stage& st : p.stages()) blocked_transpose(st, t, s);
   // Stencils: depthwise / grouped convolutions and pooling (Window.cpp).

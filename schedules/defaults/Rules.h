@@ -13,6 +13,8 @@
 //                        parallel over kept dims or split across cores
 //   DotPairs.cpp         bf16 sums over operands laid out in pairs: dot_pairs
 //   DataMovement.cpp     transposes: lanes x lanes blocks
+//   Im2col.cpp           a channels-first convolution's im2col copy: whole or
+//                        per column tile, and its GEMM's tile order
 //   Window.cpp           window stages over channels-first tensors: depthwise
 //                        and grouped convolutions, max / average pooling
 //   Attention.cpp        contractions over a softmax: FlashAttention's fused
@@ -74,6 +76,9 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s);
 // stage's own innermost dim (a transpose); none otherwise.
 std::optional<std::string> transposed_dim(const Stage& st);
 void blocked_transpose(const Stage& st, const Target& t, Schedule& s);
+
+// Im2col.cpp: the copy `col` and the tiles of the GEMM that reads it.
+void im2col(const Program& p, const Stage& col, const Target& t, Schedule& s);
 
 // Window.cpp
 bool window_conv(const Program& p, const Stage& st, const Target& t);

@@ -85,6 +85,15 @@ TEST_CASE("dense channels-first convolutions as im2col + GEMM match float64",
   all.push_back({1, 1, 20, {97}, {10}, {5}, {0}, {1}, 1, false, false});
   all.push_back({1, 3, 17, {53}, {3}, {2}, {2}, {3}, 1, true, true});
   all.push_back({2, 4, 16, {41}, {5}, {1}, {4}, {1}, 1, true, false, true});
+  // A copy that the L2 holds, rows outer (Im2col.cpp): one input channel, 67
+  // output channels (11 row tiles and a shifted one), odd lengths, a
+  // symbolic batch; and a bias (the GEMM in its epilogue's tile).
+  all.push_back({1, 1, 67, {211}, {10}, {5}, {0}, {1}, 1, false, false});
+  all.push_back({3, 1, 53, {157}, {7}, {3}, {1}, {1}, 1, true, true, true});
+  // A copy beyond half the L2, made per column tile: 64 channels x 3x3 over
+  // 29 x 31 pixels (2 MB), strided and dilated, symbolic batch.
+  all.push_back({1, 64, 19, {29, 31}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, false});
+  all.push_back({2, 48, 23, {59, 61}, {3, 3}, {2, 2}, {2, 2}, {2, 2}, 1, false, true, true});
   std::mt19937 rng(47);
   for (const Case& k : all) {
     INFO("conv " << k.in.size() << "-D C=" << k.c << " O=" << k.o << " groups " << k.groups
@@ -97,10 +106,17 @@ TEST_CASE("dense channels-first convolutions as im2col + GEMM match float64",
       t.cores = 2;
       const Schedule s = default_schedule(p, t);
       validate(p, s, &t);
-      // The copy is materialized (not re-evaluated in the GEMM's inner loop).
+      // The copy is materialized (not re-evaluated in the GEMM's inner loop):
+      // whole, or per column tile by the GEMM's cache of the inline copy.
       const StageSchedule* cs = s.find(col->name);
       REQUIRE(cs);
-      CHECK(cs->compute.kind == Placement::Kind::Root);
+      if (cs->compute.kind != Placement::Kind::Root) {
+        CHECK(cs->compute.kind == Placement::Kind::Inline);
+        const StageSchedule* gs = s.find(p.consumers(col->name).at(0));
+        REQUIRE(gs);
+        REQUIRE(gs->cache.size() == 1);
+        CHECK(gs->cache[0].tensor == col->name);
+      }
     }
     Target t = parse_target("host");
     t.cores = 2;
@@ -121,4 +137,50 @@ TEST_CASE("convolutions that gain nothing from im2col keep the guarded-read stag
   CHECK_FALSE(has_col(8, 32, 1, 1));  // 1x1: the input is already the GEMM's B
   CHECK_FALSE(has_col(8, 8, 3, 8));   // depthwise: a stencil (Window.cpp)
   CHECK_FALSE(has_col(8, 8, 3, 1));   // fewer output channels than a vector share each copy
+}
+
+TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against the L2",
+          "[default][im2col][conv]") {
+  Target t = parse_target("x86-64-sapphirerapids");
+  t.cores = 2;
+  const auto find_stage = [](const Program& p, const std::string& op) { return find_op(p, op); };
+  SECTION("a copy the L2 holds: made once, row tiles outside the column tiles") {
+    // wav2vec 2.0's first layer: K = 10, a 128 KB copy, a 6.5 MB output.
+    Program p("wav2vec");
+    const Tensor x = p.input("X", {Dim::symbol("N"), 1, 16000}), w = p.input("W", {512, 1, 10});
+    ops::ConvParams cp;
+    cp.stride = {5};
+    p.output(ops::conv1d(x, w, Tensor(), cp, "Y"));
+    const Schedule s = default_schedule(p, t);
+    validate(p, s, &t);
+    const Stage* col = find_stage(p, "im2col");
+    REQUIRE(col);
+    CHECK(s.find(col->name)->compute.kind == Placement::Kind::Root);
+    const StageSchedule& g = *s.find("Y");
+    const auto at = [&](const std::string& l) {
+      return std::find(g.loops.order.begin(), g.loops.order.end(), l) - g.loops.order.begin();
+    };
+    CHECK(at("o_o") < at("p_o"));
+    CHECK(g.accumulator_at == "p_o");
+    CHECK(g.cache.empty());
+  }
+  SECTION("a copy beyond half the L2: per column tile, the widest register tile") {
+    // ResNet-50's strided 3x3 (layer 2): K = 1152 x 784 pixels, 3.6 MB.
+    Program p("resnet");
+    const Tensor x = p.input("X", {1, 128, 56, 56}), w = p.input("W", {128, 128, 3, 3});
+    p.output(ops::conv2d(x, w, Tensor(), {2, 2}, {1, 1}, {1, 1}, 1, "Y"));
+    const Schedule s = default_schedule(p, t);
+    validate(p, s, &t);
+    const Stage* col = find_stage(p, "im2col");
+    REQUIRE(col);
+    CHECK(s.find(col->name)->compute.kind == Placement::Kind::Inline);
+    const std::string gemm = p.consumers(col->name).at(0);
+    const StageSchedule& g = *s.find(gemm);
+    REQUIRE(g.cache.size() == 1);
+    CHECK(g.cache[0].loop == "p_o");
+    const int64_t lanes = t.vector_lanes(DType::F32);
+    const int64_t rows = g.loops.tile.at("o").at(0), cols = g.loops.tile.at("p").at(0);
+    CHECK(cols % lanes == 0);
+    CHECK(rows * (cols / lanes) >= 24);  // 6 x 4 or 8 x 3 vectors, not 6 x 1
+  }
 }

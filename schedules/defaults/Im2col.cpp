@@ -1,0 +1,152 @@
+// Default schedules of a dense channels-first convolution defined as an
+// im2col copy feeding a GEMM (dsl/ops/Convolution.cpp, im2col_conv). The
+// contraction rule (Contraction.cpp) has register-tiled the GEMM acc[n, o, p]
+// (output channels x flattened pixels) by then; this rule places the copy and
+// orders the tiles from the GEMM's cache footprint, K x P (K = input channels
+// x taps, P = output pixels), against the L2:
+//   - a panel larger than half the L2 (ResNet's strided 3x3: 1152 x 784, 3.6
+//     MB; DeepLab's dilated 3x3: 2304 x 1089, 10 MB) is never materialized
+//     whole: the copy is inline and the GEMM makes it per column tile (its
+//     `cache` of the K x tile-columns panel, which every row tile then reads);
+//   - a panel within half the L2 (wav2vec's conv1d: K = 10, 128 KB) is made
+//     once, and the row tiles sweep the pixels innermost, so the output (the
+//     cost of a GEMM with K that small) is written in long runs.
+// Both take the widest column tile of whole vectors that the register file
+// holds, since every column tile streams the whole weight matrix once.
+#include <algorithm>
+
+#include "schedules/LoopNest.h"
+#include "schedules/defaults/Rules.h"
+
+namespace pto::defaults {
+
+namespace {
+
+// The GEMM stage that reads im2col copy `col`, when the contraction rule
+// register-tiled it: into an accumulator tile of its own (`alone`), or inside
+// its epilogue's tile (a 1-D convolution's bias).
+struct Gemm {
+  const Stage* stage = nullptr;
+  StageSchedule* ss = nullptr;
+  LoopSchedule* tile = nullptr;  // the loops that hold the register tile
+  bool alone = false;
+};
+
+Gemm gemm_of(const Program& p, const Stage& col, Schedule& s) {
+  const auto cons = p.consumers(col.name);
+  if (cons.size() != 1) return {};
+  const Stage& g = p.stage(cons[0]);
+  if (g.kind != OpKind::Contraction || !g.reduce || g.vars.size() != 3 || !s.find(g.name))
+    return {};
+  StageSchedule& gs = s[g.name];
+  if (gs.compute.kind == Placement::Kind::Root && !gs.accumulator_at.empty())
+    return {&g, &gs, &gs.loops, true};
+  if (gs.compute.kind == Placement::Kind::At && s.find(gs.compute.stage) &&
+      p.find_stage(gs.compute.stage)) {
+    const Stage& e = p.stage(gs.compute.stage);
+    if (e.vars == g.vars) return {&g, &gs, &s[e.name].loops, false};
+  }
+  return {};
+}
+
+int64_t panel_bytes(const Stage& col) {
+  int64_t n = bytes(col.dtype);
+  // Per image: the batch (dim 0) may be symbolic.
+  for (size_t k = 1; k < col.shape.size(); ++k) {
+    const int64_t e = static_extent(col.shape[k]);
+    if (e < 0) return -1;
+    n *= e;
+  }
+  return n;
+}
+
+// Column tile: the widest whole-vector tile the register file holds next to
+// the tile's rows (6 rows: 4 vectors, 8 rows: 3), where the pixels are that
+// wide. The contraction rule picks the whole-vector width that computes the
+// fewest columns, which at ResNet's 784 pixels is 1 vector (49 x 16, against
+// 13 x 64 with a shifted last tile): a 6 x 1 tile has 6 accumulators for the
+// FMA pipes' 8 in flight, and each of its 49 column tiles streams the 590 KB
+// of weights. 2 threads, 128 -> 128 channels 56x56 stride 2, copy per column
+// tile: 6 x 16 9.3 ms, 6 x 32 2.6, 6 x 48 2.0-11, 6 x 64 2.4-8.7 (min-median,
+// loaded machine; ONNX Runtime 1.4-17.6 in the same rounds).
+void widen_columns(const Stage& g, const Target& t, LoopSchedule& tile, StageSchedule& gs) {
+  const auto rc = tile_dims(g);
+  const std::string row = g.vars[rc.first], colv = g.vars[rc.second];
+  const auto rt = tile.tile.find(row), ct = tile.tile.find(colv);
+  if (rt == tile.tile.end() || ct == tile.tile.end() || rt->second.size() != 1 ||
+      ct->second.size() != 1)
+    return;
+  const int64_t lanes = t.vector_lanes(DType::F32), tr = rt->second[0], tc = ct->second[0];
+  const int64_t pixels = static_extent(g.shape[rc.second]);
+  const int64_t v = std::clamp<int64_t>((t.vector_registers - 1) / (tr + 1), 1, 4);
+  if (pixels < 0 || tc % lanes || tc >= v * lanes || pixels < v * lanes) return;
+  ct->second[0] = v * lanes;
+  // A micro-kernel unrolled by tile (not fully) follows the new width.
+  if (gs.update)
+    if (auto u = gs.update->unroll.find(colv); u != gs.update->unroll.end() && u->second > 0)
+      u->second = static_cast<int>(v);
+}
+
+// Row tiles outside the column tiles, the pixels innermost: the row block's
+// output is written in runs along the pixels, and every row block reads the
+// whole copy, which the L2 holds. wav2vec's conv1d (1 x 16000, 512 channels,
+// kernel 10 stride 5; its 6.5 MB output is the cost), 2 threads: 8 x 48 tiles
+// column-outer 7.0 ms, row-outer 0.59 ms (ONNX Runtime 0.94 ms, same rounds).
+// Needs a row block per core at least.
+bool rows_outer(const Stage& g, const Target& t, Gemm& gm) {
+  const auto rc = tile_dims(g);
+  const std::string row = g.vars[rc.first], colv = g.vars[rc.second];
+  LoopSchedule& ls = *gm.tile;
+  const auto rt = ls.tile.find(row);
+  const int64_t rows = static_extent(g.shape[rc.first]);
+  if (rt == ls.tile.end() || rows < 0 ||
+      (rows + rt->second.back() - 1) / rt->second.back() < t.cores)
+    return false;
+  const std::string ro = outer_loop(row), co = outer_loop(colv);
+  auto ro_it = std::find(ls.order.begin(), ls.order.end(), ro),
+       co_it = std::find(ls.order.begin(), ls.order.end(), co);
+  if (ro_it == ls.order.end() || co_it == ls.order.end() || co_it > ro_it) return false;
+  std::iter_swap(ro_it, co_it);
+  for (std::string& l : ls.parallel)
+    if (l == co) l = ro;
+  (gm.alone ? gm.ss->accumulator_at : gm.ss->compute.loop) = co;
+  return true;
+}
+
+}  // namespace
+
+void im2col(const Program& p, const Stage& col, const Target& t, Schedule& s) {
+  // Materialized by default: inline, it would be re-evaluated, guard and all,
+  // in the GEMM's innermost loop.
+  StageSchedule& cs = s[col.name];
+  cs = StageSchedule{};
+  cs.loops = parallel_vectorized(col, t);
+  Gemm gm = gemm_of(p, col, s);
+  if (!gm.stage || !is_float(gm.stage->dtype)) return;
+  widen_columns(*gm.stage, t, *gm.tile, *gm.ss);
+  const int64_t panel = panel_bytes(col);
+  if (panel >= 0 && 2 * panel <= t.l2_bytes) {
+    if (rows_outer(*gm.stage, t, gm))
+      gm.ss->cache.erase(std::remove_if(gm.ss->cache.begin(), gm.ss->cache.end(),
+                                        [&](const CacheRead& c) { return c.tensor == col.name; }),
+                         gm.ss->cache.end());
+    return;
+  }
+  if (!gm.alone) return;
+  // The copy per column tile, from the inline im2col expression: one pass
+  // instead of a copy of the whole panel and then of each tile's part of it.
+  // DeepLab's dilated 3x3 (2 threads, 256 -> 256 at 33x33): copy at root
+  // 16% and its tile copies 10% of the time; 36.3 -> 29.9 ms (min of 5
+  // rounds; ONNX Runtime 32.0).
+  const std::string at = outer_loop(gm.stage->vars[tile_dims(*gm.stage).second]);
+  if (std::find(gm.tile->order.begin(), gm.tile->order.end(), at) == gm.tile->order.end()) return;
+  cs = StageSchedule{};
+  cs.compute.kind = Placement::Kind::Inline;
+  auto& caches = gm.ss->cache;
+  caches.erase(std::remove_if(caches.begin(), caches.end(),
+                              [&](const CacheRead& c) { return c.tensor == col.name; }),
+               caches.end());
+  caches.push_back({col.name, at, false});
+}
+
+}  // namespace pto::defaults
