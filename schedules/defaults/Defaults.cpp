@@ -126,6 +126,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
   // Contractions and convolutions: find the elementwise chain that consumes
   // them and fuse; without one, accumulate into a register tile of their own.
   for (const Stage& st : p.stages()) {
+    if (matrix_vector(p, st, t, s)) continue;  // A @ x: a stream of A's rows, not a register tile
     const bool conv = st.kind == OpKind::Convolution && st.vars.size() >= 3 && !window_conv(p, st, t);
     if ((st.kind != OpKind::Contraction && !conv) || !st.reduce || st.vars.size() < 2 || !is_float(st.dtype)) continue;
     // Follow single-consumer inline elementwise stages down to the root stage
