@@ -126,6 +126,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
   // Contractions and convolutions: find the elementwise chain that consumes
   // them and fuse; without one, accumulate into a register tile of their own.
   for (const Stage& st : p.stages()) {
+    if (matrix_vector(p, st, t, s)) continue;  // A @ x: a stream of A's rows, not a register tile
     const bool conv = st.kind == OpKind::Convolution && st.vars.size() >= 3 && !window_conv(p, st, t);
     if ((st.kind != OpKind::Contraction && !conv) || !st.reduce || st.vars.size() < 2 || !is_float(st.dtype)) continue;
     // Follow single-consumer inline elementwise stages down to the root stage
@@ -171,7 +172,12 @@ Schedule default_schedule(const Program& p, const Target& t) {
     // row apart (GPT-2's 1 x 768 x 3072: 0.28-0.34 ms vs 0.23-0.25 ms).
     // Static widths only: at a symbolic width the accumulator row has no
     // block size to derive, and the specialized register tile measured 17x
-    // faster (1 x K x N, K and N symbolic: 0.24 vs 4.0 ms).
+    // faster (1 x K x N, K and N symbolic: 0.24 vs 4.0 ms). The two are
+    // within a 0.2 ms kernel's run-to-run spread of each other: a quiet suite
+    // run had the symbolic register tile ahead (0.18 vs 0.31 ms), 15
+    // interleaved rounds on the loaded machine the accumulator row (median
+    // 0.71 vs 0.86 ms), and static one-row register tiles of 4-24 vectors
+    // ranged 0.65-0.86 against its 0.71 in another run.
     if (static_extent(st.shape[rc.first]) == 1 && n > 0 && !channels_last_conv(st)) continue;
     // An inline elementwise chain read by another reduction (linear -> bias ->
     // gelu -> linear) would be re-evaluated for every reduction step of its

@@ -55,6 +55,8 @@ bool transcendental(const Stage& st);
 bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor, std::pair<size_t, size_t> rc);
 void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e, const Target& t, Schedule& s);
 void contraction_alone(const Program& p, const Stage& mm, const Target& t, Schedule& s);
+// A @ x: rows of A streamed in parallel blocks, lanes of partials; false where it does not apply.
+bool matrix_vector(const Program& p, const Stage& st, const Target& t, Schedule& s);
 
 // ChannelsLastConv.cpp
 bool channels_last_conv(const Stage& st);

@@ -1,0 +1,107 @@
+// The matrix-vector default (schedules/defaults/Contraction.cpp,
+// matrix_vector): A @ x with A's rows streamed in parallel blocks of about
+// 2^14 elements and lanes of partials along each row, at static and symbolic
+// extents. Sums run on small integers, which f32 adds exactly (every partial
+// stays below 2^24), so a dropped, repeated or misplaced term shows as an
+// error of at least 1 against the float64 interpreter whatever the order;
+// sizes include 1, odd and prime extents, and one symbolic kernel runs at
+// every size.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "Helpers.h"
+#include "dsl/ops/Ops.h"
+#include "schedules/defaults/Defaults.h"
+
+using namespace pto;
+using namespace pto::test;
+
+namespace {
+
+const Target& host() {
+  static const Target t = parse_target("host");
+  return t;
+}
+
+HostTensor integers(const std::vector<int64_t>& shape, std::mt19937& rng) {
+  HostTensor h = random_tensor(shape, rng, -3.49, 3.49);
+  for (double& v : h.data) v = std::round(v);
+  return h;
+}
+
+// A [m, k] @ x: x is [k] (a 1-D vector) or [k, 1].
+Program matvec(int64_t m, int64_t k, bool column, bool symbolic) {
+  Program p("mv");
+  const Dim dm = symbolic ? Dim::symbol("M") : Dim(m), dk = symbolic ? Dim::symbol("K") : Dim(k);
+  const Tensor a = p.input("A", {dm, dk});
+  const Tensor x = column ? p.input("x", {dk, Dim(1)}) : p.input("x", {dk});
+  p.output(ops::matmul(a, x, "mv"));
+  return p;
+}
+
+// Did the matrix-vector rule schedule the stage: its rows in parallel blocks,
+// the row sum rfactored (not split across cores)?
+bool streams_rows(const Schedule& s) {
+  const StageSchedule* ms = s.find("mv");
+  if (!ms || !ms->rfactor || ms->rfactor->parallel || ms->loops.parallel.size() != 1) return false;
+  const std::string& par = ms->loops.parallel[0];
+  return par == "i" || (par == "i_o" && ms->loops.tile.count("i"));
+}
+
+double check(const Kernel& k, int64_t m, int64_t kk, bool column, std::mt19937& rng) {
+  const std::map<std::string, HostTensor> in = {
+      {"A", integers({m, kk}, rng)}, {"x", column ? integers({kk, 1}, rng) : integers({kk}, rng)}};
+  const Program& kp = k.program();
+  return tolerance_ratio(run_f32(k, in)[0], interpret(kp, in).at("mv"), 0, 1e-9);
+}
+
+}  // namespace
+
+TEST_CASE("default matrix-vector: rows in parallel blocks of ~2^14 elements",
+          "[defaults][matvec]") {
+  if (host().cores < 2) return;  // one core: the reduction rule's serial rows
+  // Llama's decode up-projection: blocks of 4 rows of 4096 (not one block per core).
+  const Schedule s = default_schedule(matvec(11008, 4096, false, false), host());
+  REQUIRE(streams_rows(s));
+  CHECK(s.find("mv")->loops.tile.at("i") == std::vector<int64_t>{4});
+  // Short rows take more rows per block; [k, 1] vectors too.
+  const Schedule s2 = default_schedule(matvec(2053, 257, true, false), host());
+  REQUIRE(streams_rows(s2));
+  CHECK(s2.find("mv")->loops.tile.at("i") == std::vector<int64_t>{64});
+  // Too few rows for two blocks per core, or rows too short for lanes of
+  // partials: the reduction rule's schedule instead.
+  // (37 rows of 1031: blocks of 16 would give 3; the reduction rule's one block per core.)
+  const Schedule few = default_schedule(matvec(37, 1031, false, false), host());
+  const StageSchedule* fs = few.find("mv");
+  CHECK_FALSE(
+      (fs && fs->loops.tile.count("i") && fs->loops.tile.at("i") == std::vector<int64_t>{16}));
+  CHECK_FALSE(streams_rows(default_schedule(matvec(1, 4096, false, false), host())));
+  CHECK_FALSE(streams_rows(default_schedule(matvec(5000, 17, false, false), host())));
+  // Symbolic extents: the same blocks (a symbolic K counts as 4096).
+  const Schedule ss = default_schedule(matvec(0, 0, false, true), host());
+  REQUIRE(streams_rows(ss));
+  CHECK(ss.find("mv")->loops.tile.at("i") == std::vector<int64_t>{4});
+}
+
+TEST_CASE("default matrix-vector matches float64 at odd, prime, size-1 and symbolic extents",
+          "[defaults][matvec]") {
+  std::mt19937 rng(11);
+  const std::vector<std::pair<int64_t, int64_t>> sizes = {{300, 4099}, {1000, 97},  {2053, 257},
+                                                          {37, 1031},  {1, 4096},   {13, 1},
+                                                          {257, 129},  {101, 16411}};
+  for (const bool column : {false, true}) {
+    for (const auto& [m, k] : sizes) {
+      INFO((column ? "[k, 1] " : "[k] ") << m << "x" << k);
+      const Program p = matvec(m, k, column, false);
+      const Kernel kern(p, default_schedule(p, host()), host());
+      CHECK(check(kern, m, k, column, rng) <= 1.0);
+    }
+    // One symbolic kernel at every size: specialized blocks and guarded tails.
+    const Program sp = matvec(0, 0, column, true);
+    const Kernel sk(sp, default_schedule(sp, host()), host());
+    for (const auto& [m, k] : sizes) {
+      INFO((column ? "symbolic [k, 1] " : "symbolic [k] ") << m << "x" << k);
+      CHECK(check(sk, m, k, column, rng) <= 1.0);
+    }
+  }
+}
