@@ -107,6 +107,10 @@ struct RFactor {
   // dim (the reduction streams along that dim).
   bool parallel = false;
   int vector_lanes = 0;
+  // A symbolic rvar shorter than this many steps at run time (a 7 x 7 pooling
+  // window) takes the stage's "update" directives instead: too short a row
+  // for lanes of partials, the other version reduces a vector of rows per step.
+  int short_below = 0;
   bool operator==(const RFactor&) const = default;
 };
 

@@ -4,6 +4,7 @@
 
 #include "dsl/Error.h"
 #include "schedules/LoopNest.h"
+#include "schedules/directives/DotPairs.h"
 #include "schedules/directives/Json.h"
 #include "schedules/directives/Loops.h"
 
@@ -37,6 +38,12 @@ std::string rfactor_problem(const Stage& st, const RFactor& rf, const Target* ta
   if (!r)
     return where + " names unknown reduction variable '" + rf.rvar +
            "'; its reduction variables: " + join(rvars);
+  if (rf.short_below != 0 &&
+      (rf.parallel || !r->extent.is_symbolic() || rf.short_below < 2 || rf.short_below > (1 << 30)))
+    return where + " short_below " + std::to_string(rf.short_below) + " for '" + rf.rvar +
+           "' (extent " + r->extent.str() +
+           ") needs a symbolic extent, no \"parallel\", and at least 2 steps: it is the run-time "
+           "length under which the update directives run instead; use 0 otherwise";
   const int lanes = lanes_of(target, accumulate);
   const auto fits = [&](int64_t f) { return lanes <= 1 || f % lanes == 0 || lanes % f == 0; };
   const std::string lanes_text =
@@ -115,7 +122,7 @@ struct RFactorDirective : Directive {
 
   void parse_value(const nlohmann::json& v, StageSchedule& ss,
                    const std::string& path) const override {
-    json::check_keys(v, path, {"rvar", "factor", "parallel", "vector_lanes"});
+    json::check_keys(v, path, {"rvar", "factor", "parallel", "vector_lanes", "short_below"});
     if (!v.contains("rvar") || !v.contains("factor"))
       json::fail(path, "needs \"rvar\" and \"factor\"");
     RFactor rf{json::get_string(v["rvar"], path + ".rvar"),
@@ -127,6 +134,9 @@ struct RFactorDirective : Directive {
     if (v.contains("vector_lanes"))
       rf.vector_lanes =
           static_cast<int>(json::get_int(v["vector_lanes"], path + ".vector_lanes", 0, 1024));
+    if (v.contains("short_below"))
+      rf.short_below =
+          static_cast<int>(json::get_int(v["short_below"], path + ".short_below", 0, 1 << 30));
     ss.rfactor = rf;
   }
   void print(const StageSchedule& ss, nlohmann::json& js) const override {
@@ -134,6 +144,7 @@ struct RFactorDirective : Directive {
     js["rfactor"] = {{"rvar", ss.rfactor->rvar}, {"factor", ss.rfactor->factor}};
     if (ss.rfactor->parallel) js["rfactor"]["parallel"] = true;
     if (ss.rfactor->vector_lanes) js["rfactor"]["vector_lanes"] = ss.rfactor->vector_lanes;
+    if (ss.rfactor->short_below) js["rfactor"]["short_below"] = ss.rfactor->short_below;
   }
 
   // Halide's rfactor on the stage: the rule above, and none of the directives it replaces.
@@ -151,7 +162,8 @@ struct RFactorDirective : Directive {
           " replaces the update's loops with the intermediate's, so it cannot be combined with " +
           what + "; drop one of them");
     };
-    if (ss.update) conflict("\"update\" directives");
+    // With short_below the update directives schedule the short version only.
+    if (ss.update && !ss.rfactor->short_below) conflict("\"update\" directives");
     if (!ss.accumulator_at.empty()) conflict("accumulator_at");
     if (!ss.cache.empty()) conflict("cache");
     if (!ss.pipeline.prefetch.empty()) conflict("prefetch");
@@ -201,6 +213,17 @@ struct RFactorDirective : Directive {
     const Halide::Var lane(rfactor_lane(rf.rvar));
     const Halide::Expr extent = rvar_extent(red, rf.rvar);
     Halide::Stage up = red.update(0);
+    // The short version first: a specialization copies the update's
+    // schedule as it is then (unsplit), and Halide tests it first at run time.
+    if (rf.short_below) {
+      Halide::Stage short_rows = up.specialize(extent < rf.short_below);
+      if (ss.update) {
+        if (c.helper())
+          apply_loops(st, short_rows, *ss.update, true, false);
+        else
+          apply_loops(update_stage(st, &ss), short_rows, *ss.update, true, false);
+      }
+    }
     up.split(r, ro, ri, rf.factor, Halide::TailStrategy::GuardWithIf);
     Halide::Func intm = up.rfactor(ri, lane);
     const LoopSchedule pure = update_pure_loops(ss.loops);
@@ -220,6 +243,21 @@ struct RFactorDirective : Directive {
     // such combines per 768-wide row).
     if (!pure.empty()) apply_loops(st, red.update(0), pure, true, false);
     combine_lanes(red, extent, rf.factor, ri);
+    serial_init(red);
+  }
+
+  // The init is one store per point: run in the update's parallel blocks of
+  // rows (4 rows each for a symbolic row count), its tasks cost more than the
+  // stores (symbolic [1, 2048, 7, 7] global pool, 2 threads: 0.066 ms with
+  // 512 init tasks, 0.055 ms serial; static kernel 0.059).
+  static void serial_init(Halide::Func red) {
+    const auto serial = [](Halide::Internal::Definition& d) {
+      for (Halide::Internal::Dim& dim : d.schedule().dims())
+        if (dim.for_type == Halide::Internal::ForType::Parallel) dim.for_type = Halide::Internal::ForType::Serial;
+    };
+    Halide::Internal::Definition& init = red.function().definition();
+    serial(init);
+    for (Halide::Internal::Specialization& sp : init.specializations()) serial(sp.definition);
   }
 
   // The extent of reduction variable `rvar` of the Func's update, read
@@ -309,7 +347,9 @@ struct RFactorDirective : Directive {
                       const UpdateText& u, int depth) const override {
     if (!ss.rfactor) return false;
     const RFactor& rf = *ss.rfactor;
-    e.nest(st, ss.loops, false, depth, u.lhs + " = " + u.init);
+    LoopSchedule init = ss.loops;
+    if (!rf.parallel) init.parallel.clear();  // serial_init()
+    e.nest(st, init, false, depth, u.lhs + " = " + u.init);
     const std::string op(to_string(*st.reduce));
     const std::string lane = rfactor_lane(rf.rvar), part = rfactor_part(rf.rvar),
                       f = std::to_string(rf.factor);
@@ -354,6 +394,14 @@ struct RFactorDirective : Directive {
       e.line(depth, "combine the " + chunks(*rv, rf.factor) + " chunks:");
       e.nest(comb, combine, true, depth + 1, lhs + " = " + op + "(" + lhs + ", " + rf_ref + ")");
       return true;
+    }
+    if (rf.short_below) {
+      e.line(depth, "if " + rf.rvar + " (extent " + rv->extent.str() + ") < " +
+                        std::to_string(rf.short_below) + ":");
+      e.nest(st, ss.update.value_or(LoopSchedule{}), true, depth + 1,
+             lhs + " = " + op + "(" + lhs + ", " + to_string(st.value) + ")");
+      e.line(depth, "else:");
+      ++depth;
     }
     const std::string rf_ref = st.name + "__rf(" + args + sep + lane + ")";
     auto intermediate = [&](int d) {

@@ -44,7 +44,8 @@ struct UpdateDirective : Directive {
   // loop further), and generated code is kept identical.
   void apply(ApplyContext& c) const override {
     const StageSchedule& ss = c.schedule();
-    if (!ss.update) return;
+    // An rfactor with short_below applies them to its short version itself.
+    if (!ss.update || (ss.rfactor && ss.rfactor->short_below)) return;
     if (auto h = c.helper())
       apply_loops(c.stage(), h->update(0), *ss.update, true, false);
     else if (c.update_in_func())

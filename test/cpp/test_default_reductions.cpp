@@ -307,7 +307,68 @@ TEST_CASE("default reductions: short rows reduce a vector of rows at a time", "[
   CHECK(worst(pool, {{1, 2048, 7, 7}, {2, 37, 3, 3}, {1, 16, 5, 7}, {1, 3, 2, 2}}, false, 1.2e-7, 0) <= 1.0);
   CHECK(worst(rows, {{4096, 9}, {1000, 5}, {17, 3}, {33, 1}}, false, 1.2e-7, 0) <= 1.0);
   CHECK(worst(rows, {{4096, 9}, {17, 3}}, true, 1.2e-7, 0) <= 1.0);
-  // An output sum of short rows runs (the scalar update), exact.
+  // An output sum of short rows reduces a vector of rows into an accumulator
+  // block (output_lanes_of_rows), exact; so does an output global max pool.
   const Build out = [](const Tensor& x) { return ops::reduce_sum(x, {1}, false, "rows"); };
-  CHECK(worst(out, {{4096, 9}, {17, 3}}, false, 0, 0) <= 1.0);
+  {
+    Program p("out_rows");
+    p.output(out(p.input("X", {4096, 9})));
+    const Schedule s = default_schedule(p, host());
+    const StageSchedule& rs = entry(p, s, "rows");
+    CHECK_FALSE(rs.accumulator_at.empty());
+    REQUIRE(rs.update);
+    CHECK_FALSE(rs.update->vectorize.empty());
+  }
+  CHECK(worst(out, {{4096, 9}, {17, 3}, {1000, 7}, {8193, 5}, {33, 1}, {31, 2}}, false, 0, 0) <= 1.0);
+  CHECK(worst(out, {{4096, 9}, {17, 3}, {8193, 5}, {1, 1}}, true, 0, 0) <= 1.0);
+  const Build max_pool = [](const Tensor& x) { return ops::global_max_pool(x, "gmax"); };
+  CHECK(worst(max_pool, {{1, 2048, 7, 7}, {2, 37, 3, 3}, {1, 3, 2, 2}}, false, 0, 0) <= 1.0);
+  CHECK(worst(max_pool, {{1, 2048, 7, 7}, {1, 1000, 1, 1}}, true, 0, 0) <= 1.0);
+}
+
+// A symbolic row may be short or long at run time: lanes of partials for rows
+// of at least 6 vectors, a vector of rows per step below (the rfactor's
+// short_below version). One kernel per build runs both versions here: short
+// rows (a 7 x 7 window, 1 x 1, prime 13 x 5), long ones (3 x 131, 2 x 1031)
+// and row counts below, at and past a vector; exact on integer inputs.
+TEST_CASE("default reductions: symbolic rows run lanes of partials or a vector of rows by length",
+          "[defaults][reduction]") {
+  const Build pool = [](const Tensor& x) { return ops::global_avg_pool(x, "pool"); };
+  const Build rows = [](const Tensor& x) {
+    return ops::mul(ops::reduce_sum(x, {1}, false, "rows"), ops::reduce_sum(x, {1}, false, "rows2"), "y");
+  };
+  {
+    Program p("pool");
+    p.output(pool(p.input("X", dims({1, 2048, 7, 7}, true))));
+    const Schedule s = default_schedule(p, host());
+    const StageSchedule& ps = entry(p, s, "pool_sum");
+    REQUIRE(ps.rfactor);
+    CHECK(ps.rfactor->short_below == 6 * host().vector_lanes(DType::F32));
+    REQUIRE(ps.update);
+    CHECK_FALSE(ps.update->vectorize.empty());
+    CHECK_NOTHROW(validate(p, s, &host()));
+    const Schedule back = schedule_from_json(schedule_to_json(s));
+    REQUIRE(back.stages.at("pool_sum").rfactor);
+    CHECK(*back.stages.at("pool_sum").rfactor == *ps.rfactor);
+    CHECK_THAT(explain(p, s, &host()), Contains("< 96:"));
+  }
+  CHECK(worst(pool, {{1, 2048, 7, 7}, {2, 37, 3, 3}, {1, 16, 13, 5}, {1, 3, 1, 1}, {1, 17, 3, 131}, {2, 5, 2, 1031}},
+              true, 1.2e-7, 0) <= 1.0);
+  CHECK(worst(rows, {{4096, 9}, {17, 3}, {1, 1}, {33, 97}, {5, 1031}, {16, 95}}, true, 1.2e-7, 0) <= 1.0);
+  // A static count of rows under two vectors keeps its block (random program
+  // seed 21: a tile of 176 rows over 16 rows).
+  {
+    Program p("few_rows");
+    p.output(ops::relu(ops::reduce_min(p.input("X", {Dim(16), Dim::symbol("C")}), {1}, true, "m"), "y"));
+    CHECK_NOTHROW(validate(p, default_schedule(p, host()), &host()));
+  }
+  // A static row gets no such version, and short_below needs a symbolic extent.
+  Program p("static_rows");
+  p.output(rows(p.input("X", {Dim(64), Dim(1031)})));
+  const Schedule s = default_schedule(p, host());
+  REQUIRE(entry(p, s, "rows").rfactor);
+  CHECK(entry(p, s, "rows").rfactor->short_below == 0);
+  Schedule bad = s;
+  bad["rows"].rfactor->short_below = 96;
+  CHECK_THROWS_WITH(validate(p, bad, &host()), Contains("short_below"));
 }
