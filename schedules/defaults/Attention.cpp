@@ -19,6 +19,9 @@
 #include "schedules/directives/OnlineSoftmax.h"
 
 namespace pto::defaults {
+namespace {
+constexpr int64_t kMaxKeys = 4096;  // the directive's largest block (OnlineSoftmax.cpp)
+}  // namespace
 
 OnlineSoftmax online_softmax_block(const Target& t) {
   // Keys: one register tile's width of the score block (4 vectors, as the
@@ -74,7 +77,16 @@ void online_softmax_attention(const Program& p, const Target& t, Schedule& s) {
     // too) slower than 48 x 384; 12 x 1024 x 64: 48 x 64 0.89x, 48 x 256
     // 1.21x, 48 x 1024 1.14x (within noise of each other).
     if (!sc->causal_offset && !lk.is_symbolic() && 2 * block.rows * lk.value * 4 <= t.l2_bytes / 2)
-      ss.online_softmax->keys = lk.value;
+      ss.online_softmax->keys = std::min(lk.value, kMaxKeys);
+    // A symbolic key length: the largest such block, in multiples of the
+    // block's width; the lowering splits the keys at run time into equal
+    // blocks no longer than it (one block up to 2688 keys on a 2 MB L2).
+    // Dynamic kernel, 12 heads x 384 x 64 non-causal, CPU time a call
+    // (loaded machine, same process): 48 x 64 9.4 ms, 48 x 128 8.1.
+    if (!sc->causal_offset && lk.is_symbolic())
+      ss.online_softmax->keys =
+          std::clamp((t.l2_bytes / 2) / (2 * block.rows * 4) / block.keys * block.keys, block.keys,
+                     kMaxKeys / block.keys * block.keys);
     // The stages the fused loop replaces are not computed: no entries.
     for (const Stage* dead : {sc->probs, sc->exp, sc->sum, sc->max, sc->scores})
       if (dead) s.stages.erase(dead->name);

@@ -236,12 +236,36 @@ TEST_CASE("online_softmax: the default's single key block matches float64",
       CHECK(check(pc, sc, {{"H", 3}}) <= 1.0);
     }
   }
-  // Symbolic key length: blocks of a register tile's width, as before.
+  // Symbolic key length: the largest block whose tile of scores fits half
+  // the L2, split at run time into equal blocks (one block at these lengths).
+  const int64_t w = 4 * t.vector_lanes(DType::F32);
   const Program ps = attention(Dim(4), Dim::symbol("S"), Dim::symbol("S"), Dim(64), false);
   const Schedule ss = default_schedule(ps, t);
   REQUIRE(fuses(ss));
-  CHECK(ss.find("O")->online_softmax->keys == 4 * t.vector_lanes(DType::F32));
+  const OnlineSoftmax bs = *ss.find("O")->online_softmax;
+  CHECK(bs.keys % w == 0);
+  CHECK(bs.keys > w);
+  CHECK(2 * bs.rows * bs.keys * 4 <= t.l2_bytes / 2);
+  CHECK(2 * bs.rows * (bs.keys + w) * 4 > t.l2_bytes / 2);
   for (const int64_t n : {1, 61, 384}) CHECK(check(ps, ss, {{"S", n}}) <= 1.0);
+}
+
+// Balanced blocks at a symbolic key length (a block of 2 tiles: lengths of
+// 1, 2 and 3 blocks, and just past one), causal and not, static and symbolic
+// query length, and a symbolic head dim.
+TEST_CASE("online_softmax: run-time balanced key blocks match float64", "[attention]") {
+  const Target t = parse_target("host");
+  const int64_t w = 4 * t.vector_lanes(DType::F32);
+  for (const bool causal : {false, true})
+    for (const Dim d : {Dim(64), Dim::symbol("D")}) {
+      const Program p = attention(Dim(2), Dim::symbol("S"), Dim::symbol("S"), d, causal);
+      const Program pq = attention(Dim(2), Dim(37), Dim::symbol("S"), d, false);
+      for (const int64_t n : {int64_t{1}, w + 1, 2 * w, 2 * w + 3, 5 * w - 1}) {
+        INFO("causal " << causal << " D " << d.str() << " S " << n);
+        CHECK(check(p, fused(p, 24, 2 * w), {{"S", n}, {"D", 24}}) <= 1.0);
+        if (!causal) CHECK(check(pq, fused(pq, 7, 2 * w), {{"S", n}, {"D", 9}}) <= 1.0);
+      }
+    }
 }
 
 TEST_CASE("online_softmax: errors name the stage, the directive and what is valid", "[attention]") {
