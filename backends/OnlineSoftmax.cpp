@@ -17,7 +17,9 @@ using Halide::RDom;
 using Halide::TailStrategy;
 using Halide::Var;
 
-HExpr f32(double v) { return Halide::Internal::make_const(Halide::Float(32), v); }
+HExpr f32(double v) {
+  return Halide::Internal::make_const(Halide::Float(32), v);
+}
 const double kInf = std::numeric_limits<double>::infinity();
 
 // Which Halide dim of tensor `t`'s accesses in `e` holds variable `v` when it
@@ -80,8 +82,9 @@ int tile_rows(const Target& t, int cols) {
 
 }  // namespace
 
-Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax& os, const Target& t,
-                          const std::string& func_name, const FusedLowering& l, bool schedule) {
+Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax& os,
+                          const Target& t, const std::string& func_name, const FusedLowering& l,
+                          bool schedule) {
   std::string why;
   const auto sc = directives::softmax_contraction(p, st, &why);
   if (!sc) throw ScheduleError("stage '" + st.name + "': online_softmax: " + why);
@@ -95,13 +98,25 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
   int64_t R = os.rows, K = os.keys;
   if (!dq.is_symbolic()) R = std::max<int64_t>(1, std::min(R, dq.value));
   if (!dk.is_symbolic()) K = std::max<int64_t>(1, std::min(K, dk.value));
-  const HExpr nb = (Lk + static_cast<int>(K) - 1) / static_cast<int>(K);
   const int lanes = t.vector_lanes(DType::F32);
+  // At a symbolic key length, a block longer than a score tile's width (4
+  // vectors) and a multiple of it is the largest block: the keys are split
+  // into ceil(Lk / keys) blocks of equal size, rounded up to the tile width,
+  // so a length a little past a block wastes at most a tile per row rather
+  // than most of a block. Static lengths and other blocks use keys as given.
+  const int tile_keys = 4 * lanes;
+  HExpr KE = static_cast<int>(K);
+  if (dk.is_symbolic() && K > tile_keys && K % tile_keys == 0) {
+    const HExpr blocks = (Lk + static_cast<int>(K) - 1) / static_cast<int>(K);
+    KE = ((Lk + blocks - 1) / blocks + (tile_keys - 1)) / tile_keys * tile_keys;
+  }
+  const HExpr nb = (Lk + KE - 1) / KE;
 
   // Halide vars: batch dims (DSL order), the query row, key, output column.
   std::vector<Var> hb;
   for (size_t k = 0; k + 2 < n; ++k) hb.emplace_back(pre + "b" + std::to_string(k));
-  const Var hi(pre + "i"), hj(pre + "j"), hd(pre + "d"), hkb(pre + "kb"), hii(pre + "ii"), hqt(pre + "qt");
+  const Var hi(pre + "i"), hj(pre + "j"), hd(pre + "d"), hkb(pre + "kb"), hii(pre + "ii"),
+      hqt(pre + "qt");
   // Halide argument lists are innermost first.
   const auto args = [&](std::vector<HExpr> inner) {
     for (auto it = hb.rbegin(); it != hb.rend(); ++it) inner.push_back(*it);
@@ -127,9 +142,11 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
     for (size_t k = 0; k + 2 < n; ++k) v[s.vars[k]] = hb[k];
     v[s.vars[n - 2]] = ic;
     std::vector<Halide::Internal::ReductionVariable> rv;
-    for (auto it = s.rvars.rbegin(); it != s.rvars.rend(); ++it) rv.push_back({pre + it->name, 0, l.extent(it->extent)});
+    for (auto it = s.rvars.rbegin(); it != s.rvars.rend(); ++it)
+      rv.push_back({pre + it->name, 0, l.extent(it->extent)});
     const RDom rd{Halide::Internal::ReductionDomain(rv)};
-    for (size_t k = 0; k < s.rvars.size(); ++k) v[s.rvars[s.rvars.size() - 1 - k].name] = rd[static_cast<int>(k)];
+    for (size_t k = 0; k < s.rvars.size(); ++k)
+      v[s.rvars[s.rvars.size() - 1 - k].name] = rd[static_cast<int>(k)];
     // Operands read with the key index outside their contiguous dim (k in
     // q k^T) would be gathered per vector: read them from a copy with that
     // dim innermost, made once.
@@ -138,7 +155,8 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
       const int dim = strided_dim(s.value, r, s.vars[n - 1]);
       if (dim < 0 || !schedule) continue;
       size_t rank = 0;
-      if (const Stage* ps = p.find_stage(r)) rank = ps->shape.size();
+      if (const Stage* ps = p.find_stage(r))
+        rank = ps->shape.size();
       else
         for (const TensorInfo& in : p.inputs())
           if (in.name == r) rank = in.shape.size();
@@ -150,8 +168,10 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
       // would make every vector load a gather where Lk is symbolic (7x).
       ae[static_cast<size_t>(dim)] = Halide::min(ae[static_cast<size_t>(dim)], Lk - 1);
       Func pk(pre + "packed_" + r);
-      if (const auto in = l.input(r)) pk(a) = (*in)(ae);
-      else pk(a) = l.stage_func(r)(ae);
+      if (const auto in = l.input(r))
+        pk(a) = (*in)(ae);
+      else
+        pk(a) = l.stage_func(r)(ae);
       packed[r] = pk;
       packs.emplace_back(pk, dim);
     }
@@ -176,7 +196,8 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
     idx.push_back(ic);
     // The score stage is defined at every key (its reads clamp): past Lk
     // only other reads need the clamp, which costs a gather per vector.
-    const bool xsafe = xs && sc->scores && !reads_unsafe(xs->value, {sc->scores->name}, xs->vars[n - 1]);
+    const bool xsafe =
+        xs && sc->scores && !reads_unsafe(xs->value, {sc->scores->name}, xs->vars[n - 1]);
     idx.push_back(xsafe ? HExpr(hj) : jc);
     if (xs) {
       for (size_t k = 0; k < n; ++k) v[xs->vars[k]] = idx[k];
@@ -188,31 +209,37 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
   }
 
   // Per block kb of K keys: its row max, exponentials, row sum and P V.
-  const RDom rj(0, static_cast<int>(K), pre + "rj");
-  const HExpr j0 = hkb * static_cast<int>(K);
+  const RDom rj(0, KE, pre + "rj");
+  const HExpr j0 = hkb * KE;
   Halide::RVar pv_r;
   std::vector<Func> pads;
-  Func bm(pre + "block_max"), pb(pre + "p"), lb(pre + "block_sum"), pvacc(pre + "pv_acc"), pv(pre + "pv");
+  Func bm(pre + "block_max"), pb(pre + "p"), lb(pre + "block_sum"), pvacc(pre + "pv_acc"),
+      pv(pre + "pv");
   bm(args({hi, hkb})) = f32(-kInf);
-  bm(args({hi, hkb})) =
-      Halide::max(bm(args({hi, hkb})),
-                  Halide::select(j0 + rj < Lk, xv(args({j0 + rj, hi})), f32(-kInf)));
+  bm(args({hi, hkb})) = Halide::max(
+      bm(args({hi, hkb})), Halide::select(j0 + rj < Lk, xv(args({j0 + rj, hi})), f32(-kInf)));
   // A block with every score masked has max -inf: its exponentials are 0.
   const auto shift = [&](HExpr i, HExpr kb) {
     const HExpr m = bm(args({std::move(i), std::move(kb)}));
     return Halide::select(m == f32(-kInf), f32(0), m);
   };
-  // Zero past Lk, so that P V may run a rounded-up block unmasked.
-  pb(args({hj, hi})) =
-      Halide::select(hj < Lk, Halide::exp(xv(args({hj, hi})) - shift(hi, hj / static_cast<int>(K))), f32(0));
+  // P at the key j0 + jj of block kb (indexed within the block: the block
+  // of a key would be a division per lane, scalarized where K is not a
+  // constant); zero past Lk, so that P V may run a rounded-up block unmasked.
+  pb(args({hj, hi, hkb})) =
+      Halide::select(j0 + hj < Lk, Halide::exp(xv(args({j0 + hj, hi})) - shift(hi, hkb)), f32(0));
   lb(args({hi, hkb})) = f32(0);
-  lb(args({hi, hkb})) += Halide::select(j0 + rj < Lk, pb(args({j0 + rj, hi})), f32(0));
+  lb(args({hi, hkb})) += Halide::select(j0 + rj < Lk, pb(args({rj, hi, hkb})), f32(0));
   {
-    RDom rvw(0, static_cast<int>(K), pre + "rv");
+    RDom rvw(0, KE, pre + "rv");
     std::map<std::string, HExpr> v;
     for (size_t k = 0; k + 2 < n; ++k) v[st.vars[k]] = hb[k];
     v[st.vars[n - 2]] = hi;
-    std::map<std::string, Func> pover{{sc->probs->name, pb}};
+    // The product reads the probabilities at (i, key): a stand-in Func,
+    // its calls then rewritten to pb's (key - j0, i, kb).
+    Func probs_at(pre + "probs_at");
+    probs_at(args({hj, hi})) = f32(0);
+    std::map<std::string, Func> pover{{sc->probs->name, probs_at}};
     // V's rows past Lk (a rounded-up key block) and columns past D (a
     // rounded-up tile of d) are clamped. Where D is symbolic, a clamp per
     // lane makes every load of V a gather (2x on the whole kernel), and a
@@ -224,23 +251,30 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
       for (const std::string& r : st.reads()) {
         if (r == sc->probs->name) continue;
         std::vector<Dim> shape;
-        if (const Stage* ps = p.find_stage(r)) shape = ps->shape;
+        if (const Stage* ps = p.find_stage(r))
+          shape = ps->shape;
         else
           for (const TensorInfo& in : p.inputs())
             if (in.name == r) shape = in.shape;
         if (shape.empty()) continue;
         std::vector<Var> a;
-        for (size_t k = 0; k < shape.size(); ++k) a.emplace_back(pre + r + "_pad" + std::to_string(k));
+        for (size_t k = 0; k < shape.size(); ++k)
+          a.emplace_back(pre + r + "_pad" + std::to_string(k));
         std::vector<HExpr> ae;
-        for (size_t k = 0; k < shape.size(); ++k) ae.push_back(Halide::min(a[k], l.extent(shape[shape.size() - 1 - k]) - 1));
+        for (size_t k = 0; k < shape.size(); ++k)
+          ae.push_back(Halide::min(a[k], l.extent(shape[shape.size() - 1 - k]) - 1));
         Func pk(pre + "padded_" + r);
-        if (const auto in = l.input(r)) pk(a) = (*in)(ae);
-        else pk(a) = l.stage_func(r)(ae);
+        if (const auto in = l.input(r))
+          pk(a) = (*in)(ae);
+        else
+          pk(a) = l.stage_func(r)(ae);
         pover[r] = pk;
         safe.insert(r);
         pads.push_back(pk);
       }
-    v[st.vars[n - 1]] = reads_unsafe(st.value, safe, st.vars[n - 1]) ? Halide::min(hd, l.extent(dd) - 1) : HExpr(hd);
+    v[st.vars[n - 1]] = reads_unsafe(st.value, safe, st.vars[n - 1])
+                            ? Halide::min(hd, l.extent(dd) - 1)
+                            : HExpr(hd);
     if (reads_unsafe(st.value, safe, st.rvars[0].name)) {
       rvw.where(j0 + rvw.x < Lk);
       v[st.rvars[0].name] = Halide::min(j0 + rvw.x, Lk - 1);
@@ -248,7 +282,26 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
       v[st.rvars[0].name] = j0 + rvw.x;  // pb is 0 there
     }
     pvacc(args({hd, hi, hkb})) = f32(0);
-    pvacc(args({hd, hi, hkb})) += Halide::cast(Halide::Float(32), l.lower(st.value, v, pover));
+    struct InBlock : Halide::Internal::IRMutator {
+      std::string name;
+      Func target;
+      HExpr j0, kb;
+      using IRMutator::visit;
+      HExpr visit(const Halide::Internal::Call* c) override {
+        if (c->name != name) return IRMutator::visit(c);
+        std::vector<HExpr> a;
+        for (const HExpr& x : c->args) a.push_back(mutate(x));
+        a[0] = Halide::Internal::simplify(a[0] - j0);
+        a.insert(a.begin() + 2, kb);
+        return Halide::Internal::Call::make(target.function(), a);
+      }
+    } in_block;
+    in_block.name = probs_at.name();
+    in_block.target = pb;
+    in_block.j0 = j0;
+    in_block.kb = hkb;
+    pvacc(args({hd, hi, hkb})) +=
+        Halide::cast(Halide::Float(32), in_block.mutate(l.lower(st.value, v, pover)));
     pv(args({hd, hi, hkb})) = pvacc(args({hd, hi, hkb}));
     pv_r = rvw.x;
   }
@@ -259,7 +312,7 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
   state(args({hd, hii, hqt})) = Halide::Tuple(f32(0), f32(-kInf), f32(0));
   RDom rk(0, nb, pre + "rk");
   if (sc->causal_offset)  // keys past the tile's last row (+ offset) are -inf: not visited
-    rk.where(rk.x * static_cast<int>(K) <= hqt * static_cast<int>(R) + static_cast<int>(R - 1 + *sc->causal_offset));
+    rk.where(rk.x * KE <= hqt * static_cast<int>(R) + static_cast<int>(R - 1 + *sc->causal_offset));
   {
     const auto cur = state(args({hd, hii, hqt}));
     const HExpr o = cur[0], m = cur[1], s = cur[2];
@@ -312,7 +365,8 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
     sacc.vectorize(hj, lanes).unroll(hj).unroll(hi);
     std::vector<Halide::VarOrRVar> order{hj, hi};
     for (int k = 0; k < static_cast<int>(sc->scores->rvars.size()); ++k)
-      order.emplace_back(Halide::RVar(pre + sc->scores->rvars[sc->scores->rvars.size() - 1 - k].name));
+      order.emplace_back(
+          Halide::RVar(pre + sc->scores->rvars[sc->scores->rvars.size() - 1 - k].name));
     sacc.update().reorder(order).vectorize(hj, lanes).unroll(hj).unroll(hi);
     for (auto& [pk, dim] : packs) {
       std::vector<Var> a = pk.args();
@@ -328,20 +382,26 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
     if (pk.args().size() >= 3) pk.parallel(pk.args().back());
   }
   bm.compute_at(state, rkx);
-  bm.update().split(rj.x, Halide::RVar(pre + "rjo"), Halide::RVar(pre + "rji"), lanes, TailStrategy::GuardWithIf);
+  bm.update().split(rj.x, Halide::RVar(pre + "rjo"), Halide::RVar(pre + "rji"), lanes,
+                    TailStrategy::GuardWithIf);
   if (K % lanes == 0) bm.update().atomic().vectorize(Halide::RVar(pre + "rji"));
   pb.compute_at(state, rkx).vectorize(hj, lanes, TailStrategy::RoundUp);
   lb.compute_at(state, rkx);
-  lb.update().split(rj.x, Halide::RVar(pre + "rjo2"), Halide::RVar(pre + "rji2"), lanes, TailStrategy::GuardWithIf);
+  lb.update().split(rj.x, Halide::RVar(pre + "rjo2"), Halide::RVar(pre + "rji2"), lanes,
+                    TailStrategy::GuardWithIf);
   if (K % lanes == 0) lb.update().atomic().vectorize(Halide::RVar(pre + "rji2"));
   // P V: register tiles of `rows` x up to 4 vectors of d, accumulated over the block.
   {
-    const int dcols = dd.is_symbolic() ? 4 : static_cast<int>(std::clamp<int64_t>((dd.value + lanes - 1) / lanes, 1, 4));
+    const int dcols =
+        dd.is_symbolic()
+            ? 4
+            : static_cast<int>(std::clamp<int64_t>((dd.value + lanes - 1) / lanes, 1, 4));
     const int rows = tile_rows(t, dcols);
     const Var d_o(pre + "do"), d_i(pre + "di"), io(pre + "pio"), iin(pre + "piin");
     pv.compute_at(state, rkx);
     if (dvec) {
-      pv.split(hd, d_o, d_i, dcols * lanes, TailStrategy::RoundUp).split(hi, io, iin, rows, TailStrategy::RoundUp);
+      pv.split(hd, d_o, d_i, dcols * lanes, TailStrategy::RoundUp)
+          .split(hi, io, iin, rows, TailStrategy::RoundUp);
       pv.reorder(loops({d_i, iin, d_o, io, hkb}));
       pv.vectorize(d_i, lanes);
       pvacc.compute_at(pv, d_o);

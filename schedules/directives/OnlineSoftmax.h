@@ -13,7 +13,10 @@
 // the result: the same value, in one pass, with the scores in cache. Where X
 // is -inf above a diagonal (causal: select(j <= i + c, s, -inf)) the key
 // blocks past a tile's last row are not visited (bounded loops, not masked
-// work).
+// work). At a symbolic key length, `keys` larger than a score tile (4
+// vectors) and a multiple of it is the largest block: the keys run as
+// ceil(Lk / keys) equal blocks, rounded up to the tile width, sized at run
+// time.
 //
 // The program is unchanged: the float64 interpreter evaluates the plain
 // stages, and the softmax stages' own entries are simply not used.

@@ -13,6 +13,7 @@
 #include "schedules/Explain.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
+#include "schedules/defaults/Rules.h"
 #include "schedules/directives/OnlineSoftmax.h"
 #include "target/Target.h"
 
@@ -25,15 +26,19 @@ namespace {
 // softmax(q k^T / sqrt(D) [+ causal mask]) v over [H, Lq, D] x [H, Lk, D] (H = 0: no head dim).
 Program attention(const Dim& h, const Dim& lq, const Dim& lk, const Dim& d, bool causal) {
   Program p("attn");
-  const auto shape = [&](const Dim& l) { return h.is_symbolic() || h.value ? Shape{h, l, d} : Shape{l, d}; };
-  const Tensor q = p.input("Q", shape(lq)), k = p.input("K", shape(lk)), v = p.input("V", shape(lk));
+  const auto shape = [&](const Dim& l) {
+    return h.is_symbolic() || h.value ? Shape{h, l, d} : Shape{l, d};
+  };
+  const Tensor q = p.input("Q", shape(lq)), k = p.input("K", shape(lk)),
+               v = p.input("V", shape(lk));
   const std::optional<double> scale = d.is_symbolic() ? std::optional<double>(0.125) : std::nullopt;
   p.output(ops::scaled_dot_product_attention(q, k, v, Tensor(), causal, scale, "O"));
   return p;
 }
 
 // max error ratio of the kernel vs float64 with `sizes` for the symbolic dims.
-double check(const Program& p, const Schedule& s, const std::map<std::string, int64_t>& sizes = {}) {
+double check(const Program& p, const Schedule& s,
+             const std::map<std::string, int64_t>& sizes = {}) {
   const Target t = parse_target("host");
   validate(p, s, &t);
   const Kernel k(p, s, t);
@@ -50,7 +55,9 @@ double check(const Program& p, const Schedule& s, const std::map<std::string, in
 }
 
 // Whether the schedule runs O as the fused loop.
-bool fuses(const Schedule& s) { return s.find("O") && s.find("O")->online_softmax; }
+bool fuses(const Schedule& s) {
+  return s.find("O") && s.find("O")->online_softmax;
+}
 
 // The largest power-of-two square length whose f32 scores, over `heads`
 // heads, fit half of t's L2.
@@ -104,17 +111,19 @@ TEST_CASE("online_softmax: the softmax contraction and its causal mask are found
   }
 }
 
-TEST_CASE("online_softmax matches float64: causal and not, ragged blocks, odd sizes", "[attention]") {
+TEST_CASE("online_softmax matches float64: causal and not, ragged blocks, odd sizes",
+          "[attention]") {
   struct Case {
     int64_t h, lq, lk, d;
   };
-  for (const Case& c : {Case{0, 1, 1, 1}, Case{2, 7, 13, 5}, Case{1, 33, 70, 17}, Case{3, 100, 100, 64},
-                        Case{0, 130, 61, 32}, Case{2, 64, 64, 128}}) {
+  for (const Case& c : {Case{0, 1, 1, 1}, Case{2, 7, 13, 5}, Case{1, 33, 70, 17},
+                        Case{3, 100, 100, 64}, Case{0, 130, 61, 32}, Case{2, 64, 64, 128}}) {
     for (const bool causal : {false, true}) {
       const Program p = attention(Dim(c.h), Dim(c.lq), Dim(c.lk), Dim(c.d), causal);
-      for (const auto& [rows, keys] : std::vector<std::pair<int64_t, int64_t>>{{48, 64}, {5, 7}, {1, 1}, {30, 128}}) {
-        INFO("H " << c.h << " Lq " << c.lq << " Lk " << c.lk << " D " << c.d << " causal " << causal << " block "
-                  << rows << " x " << keys);
+      for (const auto& [rows, keys] :
+           std::vector<std::pair<int64_t, int64_t>>{{48, 64}, {5, 7}, {1, 1}, {30, 128}}) {
+        INFO("H " << c.h << " Lq " << c.lq << " Lk " << c.lk << " D " << c.d << " causal " << causal
+                  << " block " << rows << " x " << keys);
         CHECK(check(p, fused(p, rows, keys)) <= 1.0);
       }
     }
@@ -123,7 +132,8 @@ TEST_CASE("online_softmax matches float64: causal and not, ragged blocks, odd si
 
 TEST_CASE("online_softmax: symbolic lengths, one kernel for every size", "[attention]") {
   for (const bool causal : {false, true}) {
-    const Program p = attention(Dim::symbol("H"), Dim::symbol("S"), Dim::symbol("S"), Dim(16), causal);
+    const Program p =
+        attention(Dim::symbol("H"), Dim::symbol("S"), Dim::symbol("S"), Dim(16), causal);
     const Schedule s = default_schedule(p, parse_target("host"));
     CHECK(fuses(s));  // symbolic: the fused loop
     for (const int64_t n : {1, 37, 130}) {
@@ -137,9 +147,11 @@ TEST_CASE("online_softmax: symbolic lengths, one kernel for every size", "[atten
 // clamped in the packed copy of K and V's columns in a padded copy (no
 // per-lane clamps, which gathered), so rounded-up blocks and d tiles must
 // still read only the rows and columns that exist.
-TEST_CASE("online_softmax: every dim symbolic (heads, length, head dim), odd and prime sizes", "[attention]") {
+TEST_CASE("online_softmax: every dim symbolic (heads, length, head dim), odd and prime sizes",
+          "[attention]") {
   for (const bool causal : {false, true}) {
-    const Program p = attention(Dim::symbol("H"), Dim::symbol("S"), Dim::symbol("S"), Dim::symbol("D"), causal);
+    const Program p =
+        attention(Dim::symbol("H"), Dim::symbol("S"), Dim::symbol("S"), Dim::symbol("D"), causal);
     const Schedule s = default_schedule(p, parse_target("host"));
     CHECK(fuses(s));
     for (const auto& [h, n, d] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
@@ -150,7 +162,8 @@ TEST_CASE("online_softmax: every dim symbolic (heads, length, head dim), odd and
   }
 }
 
-TEST_CASE("online_softmax: the default fuses where the scores of all heads outgrow L2", "[attention][defaults]") {
+TEST_CASE("online_softmax: the default fuses where the scores of all heads outgrow L2",
+          "[attention][defaults]") {
   for (const char* name : {"x86-64-avx512", "x86-64-avx2", "host"}) {
     const Target t = parse_target(name);
     INFO(name << ": L2 " << t.l2_bytes);
@@ -163,14 +176,22 @@ TEST_CASE("online_softmax: the default fuses where the scores of all heads outgr
     CHECK_FALSE(fuses(ss));
     REQUIRE(fuses(sl));
     CHECK(fuses(default_schedule(attention(Dim(16), Dim(fit), Dim(fit), Dim(64), false), t)));
-    const OnlineSoftmax b = *sl.find("O")->online_softmax;
+    const OnlineSoftmax b =
+        *default_schedule(attention(Dim(2), Dim(2 * fit), Dim(2 * fit), Dim(64), true), t)
+             .find("O")
+             ->online_softmax;
     CHECK(b.keys == 4 * t.vector_lanes(DType::F32));
     CHECK(b.rows % 6 == 0);
+    // Non-causal: one block of all keys while the tile's row block fits half the L2.
+    const OnlineSoftmax bl = *sl.find("O")->online_softmax;
+    CHECK(bl.rows == b.rows);
+    CHECK(bl.keys == (2 * b.rows * 2 * fit * 4 <= t.l2_bytes / 2 ? 2 * fit : b.keys));
     CHECK(2 * b.rows * b.keys * 4 <= std::max<int64_t>(t.l1_bytes / 2, 2 * 6 * b.keys * 4));
     // Causal: fused from 2 (rows + keys) on, where it skips a quarter of the work.
     const int64_t from = 2 * (b.rows + b.keys);
     if (from <= fit) {
-      CHECK_FALSE(fuses(default_schedule(attention(Dim(2), Dim(from - 1), Dim(from - 1), Dim(64), true), t)));
+      CHECK_FALSE(fuses(
+          default_schedule(attention(Dim(2), Dim(from - 1), Dim(from - 1), Dim(64), true), t)));
       CHECK(fuses(default_schedule(attention(Dim(2), Dim(from), Dim(from), Dim(64), true), t)));
     }
     validate(large, sl, &t);
@@ -185,6 +206,68 @@ TEST_CASE("online_softmax: the default fuses where the scores of all heads outgr
   CHECK(check(p, s) <= 1.0);
 }
 
+// The default's one-block form (no causal mask, a static key length whose
+// tile of rows x Lk scores fits L2): every key in one block, at prime, odd and
+// size-1 lengths, static and symbolic heads, and query lengths other than Lk.
+TEST_CASE("online_softmax: the default's single key block matches float64",
+          "[attention][defaults]") {
+  const Target t = parse_target("host");
+  struct Case {
+    Dim h;
+    int64_t lq, lk, d;
+  };
+  for (const Case& c : {Case{Dim(16), 257, 257, 64}, Case{Dim(24), 131, 131, 17},
+                        Case{Dim(20), 1, 383, 64}, Case{Dim(32), 97, 1, 8},
+                        Case{Dim::symbol("H"), 131, 131, 64}, Case{Dim::symbol("H"), 5, 211, 3}}) {
+    const Program p = attention(c.h, Dim(c.lq), Dim(c.lk), Dim(c.d), false);
+    const Schedule d = default_schedule(p, t);
+    INFO("H " << c.h.str() << " Lq " << c.lq << " Lk " << c.lk << " D " << c.d);
+    // Short rows of few heads stay materialized: the same block, by hand.
+    const bool big = c.h.is_symbolic() || c.h.value * c.lq * c.lk * 4 > t.l2_bytes / 2;
+    CHECK(fuses(d) == big);
+    const Schedule s = big ? d : fused(p, defaults::online_softmax_block(t).rows, c.lk);
+    CHECK(s.find("O")->online_softmax->keys == c.lk);
+    CHECK(check(p, s, {{"H", 3}}) <= 1.0);
+    // With the causal mask the blocks stay small (they skip past the diagonal).
+    const Program pc = attention(c.h, Dim(c.lq), Dim(c.lk), Dim(c.d), true);
+    const Schedule sc = default_schedule(pc, t);
+    if (fuses(sc)) {
+      CHECK(sc.find("O")->online_softmax->keys == 4 * t.vector_lanes(DType::F32));
+      CHECK(check(pc, sc, {{"H", 3}}) <= 1.0);
+    }
+  }
+  // Symbolic key length: the largest block whose tile of scores fits half
+  // the L2, split at run time into equal blocks (one block at these lengths).
+  const int64_t w = 4 * t.vector_lanes(DType::F32);
+  const Program ps = attention(Dim(4), Dim::symbol("S"), Dim::symbol("S"), Dim(64), false);
+  const Schedule ss = default_schedule(ps, t);
+  REQUIRE(fuses(ss));
+  const OnlineSoftmax bs = *ss.find("O")->online_softmax;
+  CHECK(bs.keys % w == 0);
+  CHECK(bs.keys > w);
+  CHECK(2 * bs.rows * bs.keys * 4 <= t.l2_bytes / 2);
+  CHECK(2 * bs.rows * (bs.keys + w) * 4 > t.l2_bytes / 2);
+  for (const int64_t n : {1, 61, 384}) CHECK(check(ps, ss, {{"S", n}}) <= 1.0);
+}
+
+// Balanced blocks at a symbolic key length (a block of 2 tiles: lengths of
+// 1, 2 and 3 blocks, and just past one), causal and not, static and symbolic
+// query length, and a symbolic head dim.
+TEST_CASE("online_softmax: run-time balanced key blocks match float64", "[attention]") {
+  const Target t = parse_target("host");
+  const int64_t w = 4 * t.vector_lanes(DType::F32);
+  for (const bool causal : {false, true})
+    for (const Dim d : {Dim(64), Dim::symbol("D")}) {
+      const Program p = attention(Dim(2), Dim::symbol("S"), Dim::symbol("S"), d, causal);
+      const Program pq = attention(Dim(2), Dim(37), Dim::symbol("S"), d, false);
+      for (const int64_t n : {int64_t{1}, w + 1, 2 * w, 2 * w + 3, 5 * w - 1}) {
+        INFO("causal " << causal << " D " << d.str() << " S " << n);
+        CHECK(check(p, fused(p, 24, 2 * w), {{"S", n}, {"D", 24}}) <= 1.0);
+        if (!causal) CHECK(check(pq, fused(pq, 7, 2 * w), {{"S", n}, {"D", 9}}) <= 1.0);
+      }
+    }
+}
+
 TEST_CASE("online_softmax: errors name the stage, the directive and what is valid", "[attention]") {
   const Target t = parse_target("host");
   const Program p = attention(Dim(0), Dim(16), Dim(16), Dim(8), true);
@@ -195,7 +278,8 @@ TEST_CASE("online_softmax: errors name the stage, the directive and what is vali
       validate(p, s, &t);
       FAIL("accepted loops with online_softmax");
     } catch (const ScheduleError& e) {
-      CHECK_THAT(std::string(e.what()), Contains("'O'") && Contains("online_softmax") && Contains("must be empty"));
+      CHECK_THAT(std::string(e.what()),
+                 Contains("'O'") && Contains("online_softmax") && Contains("must be empty"));
     }
   }
   {
@@ -205,7 +289,8 @@ TEST_CASE("online_softmax: errors name the stage, the directive and what is vali
       validate(p, s, &t);
       FAIL("accepted online_softmax on the score contraction");
     } catch (const ScheduleError& e) {
-      CHECK_THAT(std::string(e.what()), Contains("'O_scores'") && Contains("online_softmax") && Contains("softmax"));
+      CHECK_THAT(std::string(e.what()),
+                 Contains("'O_scores'") && Contains("online_softmax") && Contains("softmax"));
     }
   }
   {
