@@ -77,6 +77,17 @@ TEST_CASE("default matrix-vector: rows in parallel blocks of ~2^14 elements",
       (fs && fs->loops.tile.count("i") && fs->loops.tile.at("i") == std::vector<int64_t>{16}));
   CHECK_FALSE(streams_rows(default_schedule(matvec(1, 4096, false, false), host())));
   CHECK_FALSE(streams_rows(default_schedule(matvec(5000, 17, false, false), host())));
+  // x[1, K] @ W[K, N] reads W down its columns: not a stream of rows, static
+  // or symbolic (the symbolic one took this rule once and ran 15x slower).
+  for (const bool symbolic : {false, true}) {
+    Program p("vm");
+    const Dim dk = symbolic ? Dim::symbol("K") : Dim(768), dn = symbolic ? Dim::symbol("N") : Dim(3072);
+    const Tensor x = p.input("x", {Dim(1), dk});
+    const Tensor w = p.input("W", {dk, dn});
+    p.output(ops::matmul(x, w, "mv"));
+    INFO("vecmat, symbolic " << symbolic);
+    CHECK_FALSE(streams_rows(default_schedule(p, host())));
+  }
   // Symbolic extents: the same blocks (a symbolic K counts as 4096).
   const Schedule ss = default_schedule(matvec(0, 0, false, true), host());
   REQUIRE(streams_rows(ss));
