@@ -3,7 +3,8 @@
 //                        dim, vectorized inner dim)
 //   Contraction.cpp      matmul-like contractions: the register-tiled micro-
 //                        kernel, in an epilogue's tile or an accumulator tile
-//                        of its own, with packed (transposed) B panels
+//                        of its own, with packed (transposed) B panels;
+//                        matrix-vector products as streams of A's rows
 //   ChannelsLastConv.cpp channels-last convolutions: pixels x output-channel
 //                        tiles, padded input, weights-outer for deep layers
 //   RowWise.cpp          row-wise normalizations, row statistics rfactored
