@@ -123,13 +123,11 @@ void im2col(const Program& p, const Stage& col, const Target& t, Schedule& s) {
   cs.loops = parallel_vectorized(col, t);
   Gemm gm = gemm_of(p, col, s);
   if (!gm.stage || !is_float(gm.stage->dtype)) return;
+  const auto reads_col = [&](const CacheRead& c) { return c.tensor == col.name; };
   widen_columns(*gm.stage, t, *gm.tile, *gm.ss);
   const int64_t panel = panel_bytes(col);
   if (panel >= 0 && 2 * panel <= t.l2_bytes) {
-    if (rows_outer(*gm.stage, t, gm))
-      gm.ss->cache.erase(std::remove_if(gm.ss->cache.begin(), gm.ss->cache.end(),
-                                        [&](const CacheRead& c) { return c.tensor == col.name; }),
-                         gm.ss->cache.end());
+    if (rows_outer(*gm.stage, t, gm)) std::erase_if(gm.ss->cache, reads_col);
     return;
   }
   if (!gm.alone) return;
@@ -142,11 +140,8 @@ void im2col(const Program& p, const Stage& col, const Target& t, Schedule& s) {
   if (std::find(gm.tile->order.begin(), gm.tile->order.end(), at) == gm.tile->order.end()) return;
   cs = StageSchedule{};
   cs.compute.kind = Placement::Kind::Inline;
-  auto& caches = gm.ss->cache;
-  caches.erase(std::remove_if(caches.begin(), caches.end(),
-                              [&](const CacheRead& c) { return c.tensor == col.name; }),
-               caches.end());
-  caches.push_back({col.name, at, false});
+  std::erase_if(gm.ss->cache, reads_col);
+  gm.ss->cache.push_back({col.name, at, false});
 }
 
 }  // namespace pto::defaults

@@ -28,6 +28,20 @@ inline HostTensor random_tensor(std::vector<int64_t> shape, std::mt19937& rng, d
   return t;
 }
 
+// Integers in [-3, 3]: f32 adds up to 2^24 / 3 of them exactly, so a dropped,
+// repeated or misplaced term of a sum shows whatever the summation order.
+inline HostTensor small_integers(const std::vector<int64_t>& shape, std::mt19937& rng) {
+  HostTensor h = random_tensor(shape, rng, -3.49, 3.49);
+  for (double& v : h.data) v = std::round(v);
+  return h;
+}
+
+// The machine the tests run on, detected once.
+inline const Target& host_target() {
+  static const Target t = parse_target("host");
+  return t;
+}
+
 // `v` rounded to the nearest bf16 value.
 inline double round_bf16(double v) { return from_bf16(to_bf16(static_cast<float>(v))); }
 

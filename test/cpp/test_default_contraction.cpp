@@ -14,11 +14,6 @@ using namespace pto::test;
 
 namespace {
 
-const Target& host() {
-  static const Target t = parse_target("host");
-  return t;
-}
-
 Shape dims(int64_t a, int64_t b, bool symbolic, const std::string& sa, const std::string& sb) {
   return symbolic ? Shape{Dim::symbol(sa), Dim::symbol(sb)} : Shape{Dim(a), Dim(b)};
 }
@@ -52,10 +47,10 @@ TEST_CASE("default contraction packs strided B panels at static sizes", "[defaul
   // Rows of 128 and 333 floats are wider than a 64-column tile: packed, as
   // the symbolic kernel does; a 64-wide B is one contiguous panel, and one
   // row tile (M <= tile rows) would not reuse a packed panel.
-  CHECK(packs_b(default_schedule(matmul_program(300, 128, 128, false), host())));
-  CHECK(packs_b(default_schedule(matmul_program(257, 1000, 333, false), host())));
-  CHECK_FALSE(packs_b(default_schedule(matmul_program(64, 64, 64, false), host())));
-  CHECK_FALSE(packs_b(default_schedule(matmul_program(4, 128, 128, false), host())));
+  CHECK(packs_b(default_schedule(matmul_program(300, 128, 128, false), host_target())));
+  CHECK(packs_b(default_schedule(matmul_program(257, 1000, 333, false), host_target())));
+  CHECK_FALSE(packs_b(default_schedule(matmul_program(64, 64, 64, false), host_target())));
+  CHECK_FALSE(packs_b(default_schedule(matmul_program(4, 128, 128, false), host_target())));
 }
 
 TEST_CASE("default contraction matches float64 at odd, prime and size-1 extents", "[defaults][contraction]") {
@@ -65,12 +60,12 @@ TEST_CASE("default contraction matches float64 at odd, prime and size-1 extents"
   for (const auto& [m, k, n] : sizes) {
     INFO(m << "x" << k << "x" << n);
     const Program p = matmul_program(m, k, n, false);
-    const Kernel kern(p, default_schedule(p, host()), host());
+    const Kernel kern(p, default_schedule(p, host_target()), host_target());
     CHECK(check(kern, m, k, n, rng) <= 1.0);
   }
   // One symbolic kernel at every size (its specialized and guarded tiles).
   const Program sp = matmul_program(0, 0, 0, true);
-  const Kernel sk(sp, default_schedule(sp, host()), host());
+  const Kernel sk(sp, default_schedule(sp, host_target()), host_target());
   for (const auto& [m, k, n] : sizes) {
     INFO("symbolic " << m << "x" << k << "x" << n);
     CHECK(check(sk, m, k, n, rng) <= 1.0);

@@ -18,17 +18,6 @@ using namespace pto::test;
 
 namespace {
 
-const Target& host() {
-  static const Target t = parse_target("host");
-  return t;
-}
-
-HostTensor integers(const std::vector<int64_t>& shape, std::mt19937& rng) {
-  HostTensor h = random_tensor(shape, rng, -3.49, 3.49);
-  for (double& v : h.data) v = std::round(v);
-  return h;
-}
-
 // A [m, k] @ x: x is [k] (a 1-D vector) or [k, 1].
 Program matvec(int64_t m, int64_t k, bool column, bool symbolic) {
   Program p("mv");
@@ -50,7 +39,7 @@ bool streams_rows(const Schedule& s) {
 
 double check(const Kernel& k, int64_t m, int64_t kk, bool column, std::mt19937& rng) {
   const std::map<std::string, HostTensor> in = {
-      {"A", integers({m, kk}, rng)}, {"x", column ? integers({kk, 1}, rng) : integers({kk}, rng)}};
+      {"A", small_integers({m, kk}, rng)}, {"x", column ? small_integers({kk, 1}, rng) : small_integers({kk}, rng)}};
   const Program& kp = k.program();
   return tolerance_ratio(run_f32(k, in)[0], interpret(kp, in).at("mv"), 0, 1e-9);
 }
@@ -59,24 +48,24 @@ double check(const Kernel& k, int64_t m, int64_t kk, bool column, std::mt19937& 
 
 TEST_CASE("default matrix-vector: rows in parallel blocks of ~2^14 elements",
           "[defaults][matvec]") {
-  if (host().cores < 2) return;  // one core: the reduction rule's serial rows
+  if (host_target().cores < 2) return;  // one core: the reduction rule's serial rows
   // Llama's decode up-projection: blocks of 4 rows of 4096 (not one block per core).
-  const Schedule s = default_schedule(matvec(11008, 4096, false, false), host());
+  const Schedule s = default_schedule(matvec(11008, 4096, false, false), host_target());
   REQUIRE(streams_rows(s));
   CHECK(s.find("mv")->loops.tile.at("i") == std::vector<int64_t>{4});
   // Short rows take more rows per block; [k, 1] vectors too.
-  const Schedule s2 = default_schedule(matvec(2053, 257, true, false), host());
+  const Schedule s2 = default_schedule(matvec(2053, 257, true, false), host_target());
   REQUIRE(streams_rows(s2));
   CHECK(s2.find("mv")->loops.tile.at("i") == std::vector<int64_t>{64});
   // Too few rows for two blocks per core, or rows too short for lanes of
   // partials: the reduction rule's schedule instead.
   // (37 rows of 1031: blocks of 16 would give 3; the reduction rule's one block per core.)
-  const Schedule few = default_schedule(matvec(37, 1031, false, false), host());
+  const Schedule few = default_schedule(matvec(37, 1031, false, false), host_target());
   const StageSchedule* fs = few.find("mv");
   CHECK_FALSE(
       (fs && fs->loops.tile.count("i") && fs->loops.tile.at("i") == std::vector<int64_t>{16}));
-  CHECK_FALSE(streams_rows(default_schedule(matvec(1, 4096, false, false), host())));
-  CHECK_FALSE(streams_rows(default_schedule(matvec(5000, 17, false, false), host())));
+  CHECK_FALSE(streams_rows(default_schedule(matvec(1, 4096, false, false), host_target())));
+  CHECK_FALSE(streams_rows(default_schedule(matvec(5000, 17, false, false), host_target())));
   // x[1, K] @ W[K, N] reads W down its columns: not a stream of rows, static
   // or symbolic (the symbolic one took this rule once and ran 15x slower).
   for (const bool symbolic : {false, true}) {
@@ -86,10 +75,10 @@ TEST_CASE("default matrix-vector: rows in parallel blocks of ~2^14 elements",
     const Tensor w = p.input("W", {dk, dn});
     p.output(ops::matmul(x, w, "mv"));
     INFO("vecmat, symbolic " << symbolic);
-    CHECK_FALSE(streams_rows(default_schedule(p, host())));
+    CHECK_FALSE(streams_rows(default_schedule(p, host_target())));
   }
   // Symbolic extents: the same blocks (a symbolic K counts as 4096).
-  const Schedule ss = default_schedule(matvec(0, 0, false, true), host());
+  const Schedule ss = default_schedule(matvec(0, 0, false, true), host_target());
   REQUIRE(streams_rows(ss));
   CHECK(ss.find("mv")->loops.tile.at("i") == std::vector<int64_t>{4});
 }
@@ -104,12 +93,12 @@ TEST_CASE("default matrix-vector matches float64 at odd, prime, size-1 and symbo
     for (const auto& [m, k] : sizes) {
       INFO((column ? "[k, 1] " : "[k] ") << m << "x" << k);
       const Program p = matvec(m, k, column, false);
-      const Kernel kern(p, default_schedule(p, host()), host());
+      const Kernel kern(p, default_schedule(p, host_target()), host_target());
       CHECK(check(kern, m, k, column, rng) <= 1.0);
     }
     // One symbolic kernel at every size: specialized blocks and guarded tails.
     const Program sp = matvec(0, 0, column, true);
-    const Kernel sk(sp, default_schedule(sp, host()), host());
+    const Kernel sk(sp, default_schedule(sp, host_target()), host_target());
     for (const auto& [m, k] : sizes) {
       INFO((column ? "symbolic [k, 1] " : "symbolic [k] ") << m << "x" << k);
       CHECK(check(sk, m, k, column, rng) <= 1.0);

@@ -20,18 +20,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const Target& host() {
-  static const Target t = parse_target("host");
-  return t;
-}
-
-// Integers in [-3, 3]: exact f32 sums up to 2^24 / 3 terms.
-HostTensor integers(const std::vector<int64_t>& shape, std::mt19937& rng) {
-  HostTensor h = random_tensor(shape, rng, -3.49, 3.49);
-  for (double& v : h.data) v = std::round(v);
-  return h;
-}
-
 Shape dims(const std::vector<int64_t>& v, bool symbolic) {
   Shape s;
   for (size_t k = 0; k < v.size(); ++k)
@@ -63,9 +51,9 @@ double worst(const Build& build, const std::vector<std::vector<int64_t>>& shapes
   for (const auto& shape : shapes) {
     Program p("red");
     p.output(build(p.input("X", dims(shape, symbolic))));
-    if (!symbolic || !shared) shared.emplace(p, default_schedule(p, host()), host());
+    if (!symbolic || !shared) shared.emplace(p, default_schedule(p, host_target()), host_target());
     const std::map<std::string, HostTensor> in = {
-        {"X", exact_inputs ? integers(shape, rng) : random_tensor(shape, rng, -4, 4)}};
+        {"X", exact_inputs ? small_integers(shape, rng) : random_tensor(shape, rng, -4, 4)}};
     const Program& kp = shared->program();
     const bool index = kp.tensor(kp.outputs()[0]).dtype == DType::I64;
     const HostTensor got = index ? run_index(*shared, in.at("X")) : run_f32(*shared, in)[0];
@@ -96,21 +84,21 @@ TEST_CASE("default reductions: column sums vectorize the kept dim, parallel or s
   // The structure: [4096, 4096] vectorizes along columns, rows outside, column blocks in parallel.
   Program p("colsum");
   p.output(ops::reduce_sum(p.input("X", {4096, 4096}), {0}, false, "s"));
-  const Schedule s = default_schedule(p, host());
+  const Schedule s = default_schedule(p, host_target());
   const StageSchedule& e = entry(p, s, "s");
   REQUIRE(e.update);
   CHECK(!e.update->vectorize.empty());
   CHECK(e.update->order.back() == e.update->vectorize);
   CHECK(!e.accumulator_at.empty());
-  if (host().cores > 1) {
+  if (host_target().cores > 1) {
     CHECK(!e.loops.parallel.empty());
     // A narrow matrix: the rows are split across cores instead.
     Program q("narrow");
     q.output(ops::reduce_sum(q.input("X", {100000, 64}), {0}, false, "s"));
-    const Schedule sq = default_schedule(q, host());
+    const Schedule sq = default_schedule(q, host_target());
     REQUIRE(entry(q, sq, "s").rfactor);
     CHECK(entry(q, sq, "s").rfactor->parallel);
-    CHECK_THAT(explain(q, sq, &host()), Contains("across cores"));
+    CHECK_THAT(explain(q, sq, &host_target()), Contains("across cores"));
   }
 }
 
@@ -124,8 +112,8 @@ TEST_CASE("default reductions: outer axes of 3-D tensors, means, max and argmax 
       Program p("axis1");
       const Tensor x = p.input("X", dims(shape, symbolic));
       p.output(ops::reduce_sum(x, {1}, false, "s"));
-      const Kernel k(p, default_schedule(p, host()), host());
-      const std::map<std::string, HostTensor> in = {{"X", integers(shape, rng)}};
+      const Kernel k(p, default_schedule(p, host_target()), host_target());
+      const std::map<std::string, HostTensor> in = {{"X", small_integers(shape, rng)}};
       CHECK(tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("s"), 0, 1e-9) <= 1.0);
     }
   }
@@ -166,14 +154,14 @@ TEST_CASE(
               true, 1e-6, 3e-4, false) <= 1.0);
   Program p("rows");
   p.output(ops::reduce_sum(p.input("X", {4096, 4096}), {1}, false, "s"));
-  const Schedule s = default_schedule(p, host());
+  const Schedule s = default_schedule(p, host_target());
   REQUIRE(entry(p, s, "s").rfactor);
   CHECK(!entry(p, s, "s").rfactor->parallel);
-  if (host().cores > 1) {
+  if (host_target().cores > 1) {
     CHECK(!entry(p, s, "s").loops.parallel.empty());
     Program q("row");
     q.output(ops::reduce_sum(q.input("X", {1, 100003}), {1}, false, "s"));
-    const Schedule sq = default_schedule(q, host());
+    const Schedule sq = default_schedule(q, host_target());
     REQUIRE(entry(q, sq, "s").rfactor);
     CHECK(entry(q, sq, "s").rfactor->parallel);
     CHECK(entry(q, sq, "s").rfactor->vector_lanes > 0);
@@ -206,7 +194,7 @@ TEST_CASE("default reductions: matrix-vector products, both sides, static and sy
         if (c.b.size() == 2) sb[1] = Dim::symbol("N");
       }
       p.output(ops::matmul(p.input("A", sa), p.input("B", sb), "mv"));
-      const Schedule s = default_schedule(p, host());
+      const Schedule s = default_schedule(p, host_target());
       // One static output row with a vector's width of columns (x @ W in a
       // decoder step): the reduction rule's accumulator row along the
       // columns, not a register tile.
@@ -216,9 +204,9 @@ TEST_CASE("default reductions: matrix-vector products, both sides, static and sy
         CHECK(ms.update->order.back() == p.stage("mv").vars.back());
         CHECK(ms.update->unroll.empty());
       }
-      const Kernel k(p, s, host());
-      const std::map<std::string, HostTensor> in = {{"A", integers(c.a, rng)},
-                                                    {"B", integers(c.b, rng)}};
+      const Kernel k(p, s, host_target());
+      const std::map<std::string, HostTensor> in = {{"A", small_integers(c.a, rng)},
+                                                    {"B", small_integers(c.b, rng)}};
       CHECK(tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("mv"), 0, 1e-9) <= 1.0);
     }
 }
@@ -239,7 +227,7 @@ TEST_CASE("default reductions: softmax over long, prime and symbolic rows",
   // A symbolic row is vectorized and its statistics keep lanes of partials.
   Program p("sym_softmax");
   p.output(ops::softmax(p.input("X", {Dim(8), Dim::symbol("C")}), -1, "y"));
-  const Schedule s = default_schedule(p, host());
+  const Schedule s = default_schedule(p, host_target());
   int rfactored = 0;
   for (const auto& [n, ss] : s.stages) rfactored += ss.rfactor.has_value();
   CHECK(rfactored == 2);
@@ -253,28 +241,28 @@ TEST_CASE("rfactor: guarded tails and chunks across cores validate, round-trip a
                            p.input("X", {3, 1001})(var("i"), var("j")), OpKind::Reduction,
                            "reduce"));
   std::mt19937 rng(3);
-  const std::map<std::string, HostTensor> in = {{"X", integers({3, 1001}, rng)}};
+  const std::map<std::string, HostTensor> in = {{"X", small_integers({3, 1001}, rng)}};
   auto run = [&](const RFactor& rf) {
     Schedule s;
     s["r"].rfactor = rf;
-    validate(p, s, &host());
+    validate(p, s, &host_target());
     CHECK(schedule_from_json_string(schedule_to_json_string(s, 2)) == s);
-    const Kernel k(p, s, host());
+    const Kernel k(p, s, host_target());
     return tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("r"), 0, 1e-9);
   };
-  const int lanes = host().vector_lanes(DType::F32);
+  const int lanes = host_target().vector_lanes(DType::F32);
   CHECK(run(RFactor{"j", 2 * lanes}) <= 1.0);         // 1001 = 2 lanes x 31 + a guarded rest
   CHECK(run(RFactor{"j", 100, true, 0}) <= 1.0);      // 11 chunks, the last one guarded
   CHECK(run(RFactor{"j", 300, true, lanes}) <= 1.0);  // with lanes of partials in each
   CHECK(run(RFactor{"j", 500, true, 4 * lanes}) <= 1.0);
   Schedule s;
   s["r"].rfactor = RFactor{"j", 300, true, lanes};
-  CHECK_THAT(explain(p, s, &host()), Contains("across cores in chunks of 300") &&
+  CHECK_THAT(explain(p, s, &host_target()), Contains("across cores in chunks of 300") &&
                                          Contains("parallel for j_part in [0, 4)"));
   auto fails = [&](const RFactor& rf, const std::string& text) {
     Schedule e;
     e["r"].rfactor = rf;
-    CHECK_THROWS_WITH(validate(p, e, &host()), Contains(text));
+    CHECK_THROWS_WITH(validate(p, e, &host_target()), Contains(text));
   };
   fails(RFactor{"j", 1001, true, 0}, "less than the extent");
   fails(RFactor{"j", 300, true, 3}, "vector_lanes 3");
@@ -298,7 +286,7 @@ TEST_CASE("default reductions: short rows reduce a vector of rows at a time", "[
   {
     Program p("pool");
     p.output(pool(p.input("X", {1, 2048, 7, 7})));
-    const Schedule s = default_schedule(p, host());
+    const Schedule s = default_schedule(p, host_target());
     const StageSchedule& ps = entry(p, s, "pool_sum");
     REQUIRE(ps.update);
     CHECK_FALSE(ps.update->vectorize.empty());
@@ -313,7 +301,7 @@ TEST_CASE("default reductions: short rows reduce a vector of rows at a time", "[
   {
     Program p("out_rows");
     p.output(out(p.input("X", {4096, 9})));
-    const Schedule s = default_schedule(p, host());
+    const Schedule s = default_schedule(p, host_target());
     const StageSchedule& rs = entry(p, s, "rows");
     CHECK_FALSE(rs.accumulator_at.empty());
     REQUIRE(rs.update);
@@ -340,17 +328,17 @@ TEST_CASE("default reductions: symbolic rows run lanes of partials or a vector o
   {
     Program p("pool");
     p.output(pool(p.input("X", dims({1, 2048, 7, 7}, true))));
-    const Schedule s = default_schedule(p, host());
+    const Schedule s = default_schedule(p, host_target());
     const StageSchedule& ps = entry(p, s, "pool_sum");
     REQUIRE(ps.rfactor);
-    CHECK(ps.rfactor->short_below == 6 * host().vector_lanes(DType::F32));
+    CHECK(ps.rfactor->short_below == 6 * host_target().vector_lanes(DType::F32));
     REQUIRE(ps.update);
     CHECK_FALSE(ps.update->vectorize.empty());
-    CHECK_NOTHROW(validate(p, s, &host()));
+    CHECK_NOTHROW(validate(p, s, &host_target()));
     const Schedule back = schedule_from_json(schedule_to_json(s));
     REQUIRE(back.stages.at("pool_sum").rfactor);
     CHECK(*back.stages.at("pool_sum").rfactor == *ps.rfactor);
-    CHECK_THAT(explain(p, s, &host()), Contains("< 96:"));
+    CHECK_THAT(explain(p, s, &host_target()), Contains("< 96:"));
   }
   CHECK(worst(pool, {{1, 2048, 7, 7}, {2, 37, 3, 3}, {1, 16, 13, 5}, {1, 3, 1, 1}, {1, 17, 3, 131}, {2, 5, 2, 1031}},
               true, 1.2e-7, 0) <= 1.0);
@@ -360,15 +348,15 @@ TEST_CASE("default reductions: symbolic rows run lanes of partials or a vector o
   {
     Program p("few_rows");
     p.output(ops::relu(ops::reduce_min(p.input("X", {Dim(16), Dim::symbol("C")}), {1}, true, "m"), "y"));
-    CHECK_NOTHROW(validate(p, default_schedule(p, host()), &host()));
+    CHECK_NOTHROW(validate(p, default_schedule(p, host_target()), &host_target()));
   }
   // A static row gets no such version, and short_below needs a symbolic extent.
   Program p("static_rows");
   p.output(rows(p.input("X", {Dim(64), Dim(1031)})));
-  const Schedule s = default_schedule(p, host());
+  const Schedule s = default_schedule(p, host_target());
   REQUIRE(entry(p, s, "rows").rfactor);
   CHECK(entry(p, s, "rows").rfactor->short_below == 0);
   Schedule bad = s;
   bad["rows"].rfactor->short_below = 96;
-  CHECK_THROWS_WITH(validate(p, bad, &host()), Contains("short_below"));
+  CHECK_THROWS_WITH(validate(p, bad, &host_target()), Contains("short_below"));
 }
