@@ -42,6 +42,8 @@ bool hosts_placements(const Schedule& s, const std::string& stage);
 LoopSchedule parallel_vectorized(const Stage& st, const Target& t);
 void specialize_symbolic(const Program& p, Schedule& s);  // root stages tiled over symbolic dims
 void wide_arithmetic(const Program& p, Schedule& s);  // f32 compute and accumulation for bf16 / f16 stages
+// Several vectors per step for vectorized stages that evaluate exp, tanh, erf...
+void interleave_transcendentals(const Program& p, const Target& t, Schedule& s);
 
 // Contraction.cpp
 std::pair<size_t, size_t> tile_dims(const Stage& st);  // (rows, columns) of the register tile
