@@ -232,6 +232,16 @@ TEST_CASE("default reductions: softmax over long, prime and symbolic rows",
   for (const auto& [n, ss] : s.stages) rfactored += ss.rfactor.has_value();
   CHECK(rfactored == 2);
   CHECK(!entry(p, s, "y").loops.vectorize.empty());
+  // log_softmax's exp is read by its sum alone: inline there, not stored per
+  // row; the max it reads stays per row.
+  Program lp("log_softmax");
+  lp.output(ops::log_softmax(lp.input("X", {Dim(128), Dim(30522)}), -1, "y"));
+  const Schedule ls = default_schedule(lp, host_target());
+  for (const auto& [n, ss] : ls.stages) {
+    INFO(n);
+    if (n.find("_exp") != std::string::npos) CHECK(ss.compute.kind == Placement::Kind::Inline);
+    if (lp.stage(n).reduce) CHECK(ss.compute.kind == Placement::Kind::At);
+  }
 }
 
 TEST_CASE("rfactor: guarded tails and chunks across cores validate, round-trip and explain",
