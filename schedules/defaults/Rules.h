@@ -1,6 +1,7 @@
 // The rules behind default_schedule (Defaults.h), one concept per file:
-//   Defaults.cpp         the driver, and the generic root stage (parallel outer
-//                        dim, vectorized inner dim)
+//   Defaults.cpp         the driver, the generic root stage (parallel outer
+//                        dim, vectorized inner dim), several vectors per step
+//                        for transcendental stages
 //   Contraction.cpp      matmul-like contractions: the register-tiled micro-
 //                        kernel, in an epilogue's tile or an accumulator tile
 //                        of its own, with packed (transposed) B panels;
