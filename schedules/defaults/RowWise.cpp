@@ -30,19 +30,34 @@ std::optional<RFactor> row_rfactor(const Stage& st, const Target& t) {
   // symbolic ones guard the last step; a symbolic row takes 8 vectors, the
   // best above for rows long enough to matter (a shorter row runs its one
   // guarded step).
-  // Rows of 1 to 5 vectors still take one vector of lanes: a serial scalar
-  // chain over the row is a dependent op per element (softmax over [4096,
-  // 64]: scalar max and sum 0.71 ms, 0.31x ONNX Runtime; one vector of lanes
-  // 0.18 ms, 1.17x).
   const auto valid = directives::rfactor_candidates(st, &t, st.dtype);
   for (const int64_t f : {8 * lanes, 4 * lanes, 2 * lanes, lanes}) {
     const RFactor rf{r.name, static_cast<int>(f)};
-    if (std::find(valid.begin(), valid.end(), rf) != valid.end() &&
-        (e < 0 || e >= 6 * f || (f == lanes && e >= lanes)))
-      return rf;
+    if (std::find(valid.begin(), valid.end(), rf) != valid.end() && (e < 0 || e >= 6 * f)) return rf;
   }
   return std::nullopt;
 }
+
+namespace {
+
+// A statistic computed per row has no other rows to take lanes from (the
+// reduction rule's short rows reduce a vector of rows per step): rows of 1
+// to 5 vectors still take one vector of lanes, since a serial scalar chain is
+// a dependent op per element (softmax over [4096, 64]: scalar max and sum
+// 0.71 ms, 0.31x ONNX Runtime; one vector of lanes 0.18 ms, 1.17x).
+std::optional<RFactor> per_row_rfactor(const Stage& st, const Target& t) {
+  if (auto rf = row_rfactor(st, t)) return rf;
+  if (st.rvars.empty() || t.has_device()) return std::nullopt;
+  const int lanes = t.vector_lanes(st.dtype);
+  const RFactor rf{st.rvars.back().name, lanes};
+  const auto valid = directives::rfactor_candidates(st, &t, st.dtype);
+  if (lanes < 2 || static_extent(st.rvars.back().extent) < lanes ||
+      std::find(valid.begin(), valid.end(), rf) == valid.end())
+    return std::nullopt;
+  return rf;
+}
+
+}  // namespace
 
 // Row-wise normalizations (softmax, layer_norm): the output is parallel over
 // rows and vectorized along them; the row statistics (reductions over the
@@ -95,7 +110,7 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
     StageSchedule& ss = s[st->name];
     ss = StageSchedule{};
     ss.compute = {Placement::Kind::At, y.name, row};
-    if (stat) ss.rfactor = row_rfactor(*st, t);
+    if (stat) ss.rfactor = per_row_rfactor(*st, t);
     if (row_values && lanes > 1 && (st->shape.back().is_symbolic() || static_extent(st->shape.back()) >= lanes)) {
       ss.loops.vectorize = st->vars.back();
       ss.loops.vector_width = lanes;

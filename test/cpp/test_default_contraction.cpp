@@ -71,3 +71,22 @@ TEST_CASE("default contraction matches float64 at odd, prime and size-1 extents"
     CHECK(check(sk, m, k, n, rng) <= 1.0);
   }
 }
+
+TEST_CASE("default contraction: the register tile with the fewest estimated cycles", "[defaults][contraction]") {
+  const Target& t = host_target();
+  const int lanes = t.vector_lanes(DType::F32);
+  if (lanes != 16 || t.vector_registers < 32) return;  // the AVX-512 tiles below
+  const auto tile = [&](int64_t m, int64_t k, int64_t n) {
+    const Schedule s = default_schedule(matmul_program(m, k, n, false), t);
+    const StageSchedule& ms = s.stages.at("matmul");
+    return std::pair{ms.loops.tile.at("i")[0], ms.loops.tile.at("j")[0]};
+  };
+  // 200 columns: 2-vector tiles (7 of them, 224 columns computed), not 13 of
+  // one vector (208 columns, but 6 accumulator chains cannot fill the pipes).
+  CHECK(tile(96, 3000, 200) == std::pair<int64_t, int64_t>{6, 32});
+  // Square: 6 x 4 vectors; BERT's 128 rows: 8 x 3 vectors.
+  CHECK(tile(1024, 1024, 1024) == std::pair<int64_t, int64_t>{6, 64});
+  CHECK(tile(128, 768, 3072) == std::pair<int64_t, int64_t>{8, 48});
+  // Fewer rows than a tile: all of them.
+  CHECK(tile(3, 500, 128).first == 3);
+}
