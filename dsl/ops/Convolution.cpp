@@ -204,9 +204,13 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
     // A dense convolution as a GEMM over an im2col copy (see im2col_conv):
     // each copied element feeds og output channels, so with a vector's worth
     // of them (16) the copy is at most 1/16 of the GEMM's work; a 1x1 kernel
-    // needs no copy; the copy is bounded (taps / stride^2 times the input),
-    // and beyond 64 MiB per image it stays the guarded-read stage.
-    if (og >= 16 && taps > 1 && col_bytes <= (int64_t{64} << 20))
+    // needs no copy where its rows are whole vectors, and takes one where
+    // they are not (ResNet's 14-pixel rows: each a vector and a shifted one,
+    // or half vectors; flattened, 196 pixels are 12 vectors and a shifted
+    // one); the copy is bounded (taps / stride^2 times the input), and beyond
+    // 64 MiB per image it stays the guarded-read stage.
+    const bool whole_vectors = oshape.back().value % 16 == 0;
+    if (og >= 16 && (taps > 1 || !whole_vectors) && col_bytes <= (int64_t{64} << 20))
       return im2col_conv(p, op, out, spatial, x, w, b, stride, dilation, padding, groups, oshape);
   }
   Expr xv = x(xi);
