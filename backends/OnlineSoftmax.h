@@ -8,6 +8,8 @@
 // operand packed once), row max, exponentials, row sum and product with V are
 // computed at that update's block loop, so they stay in L1/L2. The block
 // loop of a causal X (-inf above a diagonal) stops at the tile's last row.
+// With a single key block (a static key length no longer than a block) the
+// tile's output is that block's P V / l, without the running state.
 // Lowering (backends/Lower.cpp) calls this for a stage whose schedule sets
 // online_softmax, in place of the stage's plain definition.
 #pragma once
