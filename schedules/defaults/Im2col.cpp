@@ -11,8 +11,10 @@
 //   - a panel within half the L2 (wav2vec's conv1d: K = 10, 128 KB) is made
 //     once, and the row tiles sweep the pixels innermost, so the output (the
 //     cost of a GEMM with K that small) is written in long runs.
-// Both take the widest column tile of whole vectors that the register file
-// holds, since every column tile streams the whole weight matrix once.
+// A copy made once takes the widest column tile of whole vectors that the
+// register file holds, since every column tile streams the whole weight matrix
+// once; copies per column tile, whose tiles are the parallel loop, take the
+// register tile that leaves the busiest core the least work (balance_columns).
 #include <algorithm>
 
 #include "schedules/LoopNest.h"
@@ -87,6 +89,63 @@ void widen_columns(const Stage& g, const Target& t, LoopSchedule& tile, StageSch
       u->second = static_cast<int>(v);
 }
 
+// Register tile of a GEMM whose column tiles are the parallel loop (the copy
+// made per column tile): the rows x vectors that finish soonest on t.cores
+// cores, each core taking whole column tiles. The cost is the columns of the
+// busiest core times the rows computed (a narrower last tile shifts inwards,
+// so the tiles cover ceil(pixels / width) widths and the rows ceil(rows / r)
+// heights); among tiles of equal cost, the one with more accumulators. The
+// candidates are the contraction rule's two heights (6 and 8 rows) at every
+// width the register file holds next to them, where the FMAs bound the step
+// (r + v loads, a broadcast per row and a vector per column, against r * v
+// FMAs: two pipes of each) and the accumulators fill half the register file
+// or more (6 x 1 vectors ran 3.6x slower than 6 x 2, 6 x 2 1.3x slower than
+// 6 x 3: widen_columns). Both 8-row tiles read one vector of the copy per 8
+// FMAs (per k, 8 x 2: 8 broadcasts and 2 loads for 16 FMAs; 8 x 3: 8 and 3 for
+// 24). ResNet-50's strided 3x3 (128 rows, 784 pixels, 2 cores): 6 x 64 makes
+// 13 column tiles, 7 on one core (448 columns of 132 rows against an even 392
+// of 128); 8 x 32 makes 25, 13 on the busiest core (416 columns of 128 rows):
+// 10% less on the critical path. DeepLab's dilated 3x3 (256 rows, 1089
+// pixels) keeps 8 x 48: 12 tiles a core, as many columns as 8 x 32, and more
+// accumulators.
+bool balance_columns(const Stage& g, const Target& t, Gemm& gm) {
+  const auto rc = tile_dims(g);
+  const std::string row = g.vars[rc.first], colv = g.vars[rc.second];
+  LoopSchedule& tile = *gm.tile;
+  if (tile.parallel != std::vector<std::string>{outer_loop(colv)}) return false;
+  const auto rt = tile.tile.find(row), ct = tile.tile.find(colv);
+  if (rt == tile.tile.end() || ct == tile.tile.end() || rt->second.size() != 1 ||
+      ct->second.size() != 1)
+    return false;
+  const int64_t rows = static_extent(g.shape[rc.first]), pixels = static_extent(g.shape[rc.second]);
+  const int64_t lanes = t.vector_lanes(DType::F32), regs = t.vector_registers;
+  const int64_t cores = std::max(t.cores, 1);
+  if (rows < 0 || pixels < 0 || lanes < 1) return false;
+  const auto tiles = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile; };
+  int64_t best_r = 0, best_v = 0, best_cost = -1;
+  for (const int64_t r : {rt->second[0], int64_t{6}, int64_t{8}}) {
+    if (r < 1 || r > rows) continue;
+    const int64_t vmax = std::min<int64_t>(4, (regs - 1) / (r + 1));
+    for (int64_t v = 1; v <= vmax; ++v) {
+      if (v * lanes > pixels || 2 * r * v < regs || r + v > r * v) continue;
+      const int64_t w = v * lanes;
+      const int64_t cost = tiles(rows, r) * r * tiles(tiles(pixels, w), cores) * w;
+      if (best_cost < 0 || cost < best_cost || (cost == best_cost && r * v > best_r * best_v))
+        best_r = r, best_v = v, best_cost = cost;
+    }
+  }
+  if (best_cost < 0) return false;
+  rt->second[0] = best_r;
+  ct->second[0] = best_v * lanes;
+  // A micro-kernel unrolled by tile (not fully) follows the new tile.
+  if (gm.ss->update) {
+    auto& un = gm.ss->update->unroll;
+    if (auto u = un.find(row); u != un.end() && u->second > 0) u->second = static_cast<int>(best_r);
+    if (auto u = un.find(colv); u != un.end() && u->second > 0) u->second = static_cast<int>(best_v);
+  }
+  return true;
+}
+
 // Row tiles outside the column tiles, the pixels innermost: the row block's
 // output is written in runs along the pixels, and every row block reads the
 // whole copy, which the L2 holds. wav2vec's conv1d (1 x 16000, 512 channels,
@@ -124,12 +183,13 @@ void im2col(const Program& p, const Stage& col, const Target& t, Schedule& s) {
   Gemm gm = gemm_of(p, col, s);
   if (!gm.stage || !is_float(gm.stage->dtype)) return;
   const auto reads_col = [&](const CacheRead& c) { return c.tensor == col.name; };
-  widen_columns(*gm.stage, t, *gm.tile, *gm.ss);
   const int64_t panel = panel_bytes(col);
   if (panel >= 0 && 2 * panel <= t.l2_bytes) {
+    widen_columns(*gm.stage, t, *gm.tile, *gm.ss);
     if (rows_outer(*gm.stage, t, gm)) std::erase_if(gm.ss->cache, reads_col);
     return;
   }
+  if (!gm.alone || !balance_columns(*gm.stage, t, gm)) widen_columns(*gm.stage, t, *gm.tile, *gm.ss);
   if (!gm.alone) return;
   // The copy per column tile, from the inline im2col expression: one pass
   // instead of a copy of the whole panel and then of each tile's part of it.

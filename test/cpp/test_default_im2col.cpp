@@ -94,6 +94,10 @@ TEST_CASE("dense channels-first convolutions as im2col + GEMM match float64",
   // 29 x 31 pixels (2 MB), strided and dilated, symbolic batch.
   all.push_back({1, 64, 19, {29, 31}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, false});
   all.push_back({2, 48, 23, {59, 61}, {3, 3}, {2, 2}, {2, 2}, {2, 2}, 1, false, true, true});
+  // A strided 3x3 at odd and prime sizes: 41 x 43 pixels (1763, odd: a
+  // shifted last tile at every width) from 81 x 85, 29 output channels, a
+  // copy of K = 576 x 1763 (4 MB).
+  all.push_back({1, 64, 29, {81, 85}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true});
   std::mt19937 rng(47);
   for (const Case& k : all) {
     INFO("conv " << k.in.size() << "-D C=" << k.c << " O=" << k.o << " groups " << k.groups
@@ -118,10 +122,14 @@ TEST_CASE("dense channels-first convolutions as im2col + GEMM match float64",
         CHECK(gs->cache[0].tensor == col->name);
       }
     }
-    Target t = parse_target("host");
-    t.cores = 2;
-    CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5, 3e-5) <=
-          1.0);
+    // The copy per column tile balances its tiles over the cores (Im2col.cpp):
+    // the tile, and so the values, differ with the core count.
+    for (int cores : {1, 2, 3}) {
+      Target t = parse_target("host");
+      t.cores = cores;
+      CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5, 3e-5) <=
+            1.0);
+    }
   }
 }
 
@@ -181,6 +189,60 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
     const int64_t lanes = t.vector_lanes(DType::F32);
     const int64_t rows = g.loops.tile.at("o").at(0), cols = g.loops.tile.at("p").at(0);
     CHECK(cols % lanes == 0);
-    CHECK(rows * (cols / lanes) >= 24);  // 6 x 4 or 8 x 3 vectors, not 6 x 1
+    CHECK(2 * rows * (cols / lanes) >= t.vector_registers);  // not 6 x 1 vectors
+    // The busiest core computes fewer rows x columns than with the widest
+    // tiles (6 x 64: 7 of 13 column tiles, of 132 rows) or 8 x 48.
+    const auto busiest = [&](int64_t r, int64_t w) {
+      return (128 + r - 1) / r * r * (((784 + w - 1) / w + t.cores - 1) / t.cores) * w;
+    };
+    CHECK(busiest(rows, cols) < busiest(6, 64));
+    CHECK(busiest(rows, cols) < busiest(8, 48));
+  }
+}
+
+TEST_CASE("copies per column tile: the register tile balances the column tiles over the cores",
+          "[default][im2col][conv]") {
+  // The GEMM's column tiles are its parallel loop; at every core count the
+  // busiest core's share (rows computed x its columns) is the least over the
+  // whole-vector tiles of 6 or 8 rows that keep half the registers as
+  // accumulators, at prime and odd pixel counts and channel counts.
+  struct Shape2 {
+    int64_t c, o, hw, stride;
+  };
+  for (const Shape2 sh : {Shape2{128, 128, 56, 2}, Shape2{96, 61, 47, 1}, Shape2{80, 37, 73, 2}}) {
+    Program p("balanced");
+    const Tensor x = p.input("X", {1, sh.c, sh.hw, sh.hw}), w = p.input("W", {sh.o, sh.c, 3, 3});
+    p.output(ops::conv2d(x, w, Tensor(), {static_cast<int>(sh.stride), static_cast<int>(sh.stride)}, {1, 1},
+                         {1, 1}, 1, "Y"));
+    const Stage* col = find_op(p, "im2col");
+    REQUIRE(col);
+    const std::string gemm = p.consumers(col->name).at(0);
+    const int64_t ow = (sh.hw + 2 - 3) / sh.stride + 1, pixels = ow * ow;
+    for (const char* tn : {"x86-64-sapphirerapids", "x86-64-avx2"}) {
+      for (int cores : {1, 2, 3, 4, 7}) {
+        Target t = parse_target(tn);
+        t.cores = cores;
+        t.l2_bytes = 256 * 1024;  // every copy here is beyond half of it
+        INFO(tn << " cores " << cores << " C=" << sh.c << " O=" << sh.o << " pixels " << pixels);
+        const Schedule s = default_schedule(p, t);
+        validate(p, s, &t);
+        const StageSchedule& g = *s.find(gemm);
+        REQUIRE(g.cache.size() == 1);
+        REQUIRE(g.loops.parallel == std::vector<std::string>{"p_o"});
+        const int64_t lanes = t.vector_lanes(DType::F32), regs = t.vector_registers;
+        const auto busiest = [&](int64_t r, int64_t wd) {
+          return (sh.o + r - 1) / r * r * (((pixels + wd - 1) / wd + cores - 1) / cores) * wd;
+        };
+        const int64_t r = g.loops.tile.at("o").at(0), wd = g.loops.tile.at("p").at(0);
+        CHECK(wd % lanes == 0);
+        CHECK(2 * r * (wd / lanes) >= regs);
+        int64_t least = -1;
+        for (int64_t rr : {6, 8})
+          for (int64_t v = 1; v <= 4 && v * (rr + 1) + 1 <= regs; ++v)
+            if (2 * rr * v >= regs && rr + v <= rr * v && v * lanes <= pixels && rr <= sh.o)
+              least = least < 0 ? busiest(rr, v * lanes) : std::min(least, busiest(rr, v * lanes));
+        CHECK(busiest(r, wd) == least);
+      }
+    }
   }
 }
