@@ -14,7 +14,8 @@
 // A copy made once takes the widest column tile of whole vectors that the
 // register file holds, since every column tile streams the whole weight matrix
 // once; copies per column tile, whose tiles are the parallel loop, take the
-// register tile that leaves the busiest core the least work (balance_columns).
+// register tile of the most accumulators that leaves the busiest core the
+// least work (balance_columns).
 #include <algorithm>
 
 #include "schedules/LoopNest.h"
@@ -90,24 +91,20 @@ void widen_columns(const Stage& g, const Target& t, LoopSchedule& tile, StageSch
 }
 
 // Register tile of a GEMM whose column tiles are the parallel loop (the copy
-// made per column tile): the rows x vectors that finish soonest on t.cores
-// cores, each core taking whole column tiles. The cost is the columns of the
-// busiest core times the rows computed (a narrower last tile shifts inwards,
-// so the tiles cover ceil(pixels / width) widths and the rows ceil(rows / r)
-// heights); among tiles of equal cost, the one with more accumulators. The
-// candidates are the contraction rule's two heights (6 and 8 rows) at every
-// width the register file holds next to them, where the FMAs bound the step
-// (r + v loads, a broadcast per row and a vector per column, against r * v
-// FMAs: two pipes of each) and the accumulators fill half the register file
-// or more (6 x 1 vectors ran 3.6x slower than 6 x 2, 6 x 2 1.3x slower than
-// 6 x 3: widen_columns). Both 8-row tiles read one vector of the copy per 8
-// FMAs (per k, 8 x 2: 8 broadcasts and 2 loads for 16 FMAs; 8 x 3: 8 and 3 for
-// 24). ResNet-50's strided 3x3 (128 rows, 784 pixels, 2 cores): 6 x 64 makes
-// 13 column tiles, 7 on one core (448 columns of 132 rows against an even 392
-// of 128); 8 x 32 makes 25, 13 on the busiest core (416 columns of 128 rows):
-// 10% less on the critical path. DeepLab's dilated 3x3 (256 rows, 1089
-// pixels) keeps 8 x 48: 12 tiles a core, as many columns as 8 x 32, and more
-// accumulators.
+// made per column tile): among the tiles with the most accumulators the
+// register file holds next to their operands (6 or 8 rows, the contraction
+// rule's heights, x whole vectors), the one that leaves the busiest core the
+// least work, each core taking whole column tiles: rows computed (a narrower
+// last tile shifts inwards: ceil(rows / r) heights) times the busiest core's
+// columns (ceil(ceil(pixels / width) / cores) widths). Fewer accumulators cost
+// more per FMA: ResNet-50's strided 3x3 (128 rows, 784 pixels; loaded 2-core
+// Sapphire Rapids, 500 alternating calls) took 4.39 ms at 8 x 32 (16
+// accumulators, 102k elements computed), 4.18 at 6 x 64 (24, 110k), 4.06 at
+// 8 x 48 (24, 104k); 6 x 16 had been 3.6x slower than 6 x 32 (widen_columns).
+// Of the 24-accumulator tiles there, 6 x 64 makes 13 column tiles, 7 on one
+// core of 2 (448 columns of 132 rows against an even 392 of 128), 8 x 48
+// makes 17, 9 on the busiest (432 of 128): 6.5% less on the critical path.
+// DeepLab's dilated 3x3 (256 rows, 1089 pixels) keeps 8 x 48 (12 of 23).
 bool balance_columns(const Stage& g, const Target& t, Gemm& gm) {
   const auto rc = tile_dims(g);
   const std::string row = g.vars[rc.first], colv = g.vars[rc.second];
@@ -125,14 +122,12 @@ bool balance_columns(const Stage& g, const Target& t, Gemm& gm) {
   int64_t best_r = 0, best_v = 0, best_cost = -1;
   for (const int64_t r : {rt->second[0], int64_t{6}, int64_t{8}}) {
     if (r < 1 || r > rows) continue;
-    const int64_t vmax = std::min<int64_t>(4, (regs - 1) / (r + 1));
-    for (int64_t v = 1; v <= vmax; ++v) {
-      if (v * lanes > pixels || 2 * r * v < regs || r + v > r * v) continue;
-      const int64_t w = v * lanes;
-      const int64_t cost = tiles(rows, r) * r * tiles(tiles(pixels, w), cores) * w;
-      if (best_cost < 0 || cost < best_cost || (cost == best_cost && r * v > best_r * best_v))
-        best_r = r, best_v = v, best_cost = cost;
-    }
+    const int64_t v = std::min<int64_t>({4, (regs - 1) / (r + 1), pixels / lanes});
+    if (v < 1) continue;
+    const int64_t w = v * lanes;
+    const int64_t cost = tiles(rows, r) * r * tiles(tiles(pixels, w), cores) * w;
+    if (best_cost < 0 || r * v > best_r * best_v || (r * v == best_r * best_v && cost < best_cost))
+      best_r = r, best_v = v, best_cost = cost;
   }
   if (best_cost < 0) return false;
   rt->second[0] = best_r;

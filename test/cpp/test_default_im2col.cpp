@@ -189,23 +189,23 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
     const int64_t lanes = t.vector_lanes(DType::F32);
     const int64_t rows = g.loops.tile.at("o").at(0), cols = g.loops.tile.at("p").at(0);
     CHECK(cols % lanes == 0);
-    CHECK(2 * rows * (cols / lanes) >= t.vector_registers);  // not 6 x 1 vectors
-    // The busiest core computes fewer rows x columns than with the widest
-    // tiles (6 x 64: 7 of 13 column tiles, of 132 rows) or 8 x 48.
+    CHECK(rows * (cols / lanes) >= 24);  // 6 x 4 or 8 x 3 vectors, not 6 x 1
+    // The busiest core computes fewer rows x columns than with 6 x 64 (7 of
+    // 13 column tiles, of 132 rows): 8 x 48, 9 of 17.
     const auto busiest = [&](int64_t r, int64_t w) {
       return (128 + r - 1) / r * r * (((784 + w - 1) / w + t.cores - 1) / t.cores) * w;
     };
     CHECK(busiest(rows, cols) < busiest(6, 64));
-    CHECK(busiest(rows, cols) < busiest(8, 48));
   }
 }
 
 TEST_CASE("copies per column tile: the register tile balances the column tiles over the cores",
           "[default][im2col][conv]") {
   // The GEMM's column tiles are its parallel loop; at every core count the
-  // busiest core's share (rows computed x its columns) is the least over the
-  // whole-vector tiles of 6 or 8 rows that keep half the registers as
-  // accumulators, at prime and odd pixel counts and channel counts.
+  // register tile has the most accumulators that fit (6 or 8 rows x whole
+  // vectors, with a vector per column and a broadcast in registers too) and,
+  // among those, the busiest core's share (rows computed x its columns) is
+  // the least, at prime and odd pixel counts and channel counts.
   struct Shape2 {
     int64_t c, o, hw, stride;
   };
@@ -235,12 +235,15 @@ TEST_CASE("copies per column tile: the register tile balances the column tiles o
         };
         const int64_t r = g.loops.tile.at("o").at(0), wd = g.loops.tile.at("p").at(0);
         CHECK(wd % lanes == 0);
-        CHECK(2 * r * (wd / lanes) >= regs);
-        int64_t least = -1;
-        for (int64_t rr : {6, 8})
-          for (int64_t v = 1; v <= 4 && v * (rr + 1) + 1 <= regs; ++v)
-            if (2 * rr * v >= regs && rr + v <= rr * v && v * lanes <= pixels && rr <= sh.o)
-              least = least < 0 ? busiest(rr, v * lanes) : std::min(least, busiest(rr, v * lanes));
+        int64_t most = 0, least = -1;
+        for (int64_t rr : {6, 8}) {
+          int64_t v = 0;
+          while (v < 4 && (v + 1) * (rr + 1) + 1 <= regs && (v + 1) * lanes <= pixels) ++v;
+          if (v == 0 || rr > sh.o) continue;
+          const int64_t c = busiest(rr, v * lanes);
+          if (rr * v > most || (rr * v == most && c < least)) most = rr * v, least = c;
+        }
+        CHECK(r * (wd / lanes) == most);
         CHECK(busiest(r, wd) == least);
       }
     }
