@@ -98,6 +98,11 @@ TEST_CASE("dense channels-first convolutions as im2col + GEMM match float64",
   // shifted last tile at every width) from 81 x 85, 29 output channels, a
   // copy of K = 576 x 1763 (4 MB).
   all.push_back({1, 64, 29, {81, 85}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true});
+  // The same made whole with its vectors along output rows (Im2col.cpp,
+  // gather_free_copy): rows of 44 (4 lanes at 16, 8 or 4 lanes) over 41 rows,
+  // and a dilated one with rows of 24 (8 lanes at 16) and a symbolic batch.
+  all.push_back({1, 64, 29, {81, 87}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, false});
+  all.push_back({2, 96, 37, {23, 24}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true, true, true});
   std::mt19937 rng(47);
   for (const Case& k : all) {
     INFO("conv " << k.in.size() << "-D C=" << k.c << " O=" << k.o << " groups " << k.groups
@@ -181,7 +186,12 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
     validate(p, s, &t);
     const Stage* col = find_stage(p, "im2col");
     REQUIRE(col);
-    CHECK(s.find(col->name)->compute.kind == Placement::Kind::Inline);
+    // Made whole, its vectors along output rows of 28 (4 lanes: no gathers).
+    const StageSchedule& cs = *s.find(col->name);
+    CHECK(cs.compute.kind == Placement::Kind::Root);
+    CHECK(cs.loops.tile.at("p") == std::vector<int64_t>{28});
+    CHECK(cs.loops.vectorize == "p_i");
+    CHECK(cs.loops.vector_width == 4);
     const std::string gemm = p.consumers(col->name).at(0);
     const StageSchedule& g = *s.find(gemm);
     REQUIRE(g.cache.size() == 1);
@@ -196,6 +206,21 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
       return (128 + r - 1) / r * r * (((784 + w - 1) / w + t.cores - 1) / t.cores) * w;
     };
     CHECK(busiest(rows, cols) < busiest(6, 64));
+  }
+  SECTION("a copy beyond half the L2 whose output rows split no vector: inline, per column tile") {
+    // DeepLab's dilated 3x3: rows of 33 pixels, so vectors of the copy would
+    // be gathers (or scalar).
+    Program p("deeplab");
+    const Tensor x = p.input("X", {1, 256, 33, 33}), w = p.input("W", {256, 256, 3, 3});
+    p.output(ops::conv2d(x, w, Tensor(), {1, 1}, {2, 2}, {2, 2}, 1, "Y"));
+    const Schedule s = default_schedule(p, t);
+    validate(p, s, &t);
+    const Stage* col = find_stage(p, "im2col");
+    REQUIRE(col);
+    CHECK(s.find(col->name)->compute.kind == Placement::Kind::Inline);
+    const StageSchedule& g = *s.find(p.consumers(col->name).at(0));
+    REQUIRE(g.cache.size() == 1);
+    CHECK(g.cache[0].loop == "p_o");
   }
 }
 
