@@ -139,7 +139,8 @@ bool balance_columns(const Stage& g, const Target& t, Gemm& gm) {
   if (gm.ss->update) {
     auto& un = gm.ss->update->unroll;
     if (auto u = un.find(row); u != un.end() && u->second > 0) u->second = static_cast<int>(best_r);
-    if (auto u = un.find(colv); u != un.end() && u->second > 0) u->second = static_cast<int>(best_v);
+    if (auto u = un.find(colv); u != un.end() && u->second > 0)
+      u->second = static_cast<int>(best_v);
   }
   return true;
 }
@@ -179,7 +180,8 @@ int64_t output_row(const Program& p, const Stage& g) {
     const Stage& o = p.stage(c);
     if (o.shape.size() < 4) continue;
     int64_t n = 1;
-    for (size_t k = 2; k < o.shape.size(); ++k) n *= std::max<int64_t>(static_extent(o.shape[k]), 0);
+    for (size_t k = 2; k < o.shape.size(); ++k)
+      n *= std::max<int64_t>(static_extent(o.shape[k]), 0);
     if (n == pixels && n > 0) return static_extent(o.shape.back());
   }
   return 0;
@@ -231,7 +233,8 @@ void im2col(const Program& p, const Stage& col, const Target& t, Schedule& s) {
     if (rows_outer(*gm.stage, t, gm)) std::erase_if(gm.ss->cache, reads_col);
     return;
   }
-  if (!gm.alone || !balance_columns(*gm.stage, t, gm)) widen_columns(*gm.stage, t, *gm.tile, *gm.ss);
+  if (!gm.alone || !balance_columns(*gm.stage, t, gm))
+    widen_columns(*gm.stage, t, *gm.tile, *gm.ss);
   if (!gm.alone) return;
   // The GEMM packs each column tile's panel. Its source: the whole copy where
   // that is made without gathers (gather_free_copy), else the inline im2col

@@ -132,8 +132,8 @@ TEST_CASE("dense channels-first convolutions as im2col + GEMM match float64",
     for (int cores : {1, 2, 3}) {
       Target t = parse_target("host");
       t.cores = cores;
-      CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5, 3e-5) <=
-            1.0);
+      CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5,
+                            3e-5) <= 1.0);
     }
   }
 }
@@ -237,8 +237,8 @@ TEST_CASE("copies per column tile: the register tile balances the column tiles o
   for (const Shape2 sh : {Shape2{128, 128, 56, 2}, Shape2{96, 61, 47, 1}, Shape2{80, 37, 73, 2}}) {
     Program p("balanced");
     const Tensor x = p.input("X", {1, sh.c, sh.hw, sh.hw}), w = p.input("W", {sh.o, sh.c, 3, 3});
-    p.output(ops::conv2d(x, w, Tensor(), {static_cast<int>(sh.stride), static_cast<int>(sh.stride)}, {1, 1},
-                         {1, 1}, 1, "Y"));
+    p.output(ops::conv2d(x, w, Tensor(), {static_cast<int>(sh.stride), static_cast<int>(sh.stride)},
+                         {1, 1}, {1, 1}, 1, "Y"));
     const Stage* col = find_op(p, "im2col");
     REQUIRE(col);
     const std::string gemm = p.consumers(col->name).at(0);
