@@ -203,6 +203,12 @@ bool gather_free_copy(const Program& p, const Stage& col, const Stage& g, const 
   const int64_t row = output_row(p, g), lanes = t.vector_lanes(col.dtype);
   const int64_t w = row > 0 ? std::gcd(row, lanes) : 0;
   if (w < 4 || col.vars.size() < 3) return false;
+  // The whole copy (every image) is written and then read back once per
+  // column tile: it must stay within half the last-level cache, which a
+  // symbolic batch cannot promise (the inline copy per column tile needs one
+  // tile's panel whatever the batch).
+  const int64_t images = static_extent(col.shape[0]), panel = panel_bytes(col);
+  if (images < 0 || panel < 0 || 2 * images * panel > t.l3_bytes) return false;
   cs = StageSchedule{};
   cs.loops = parallel_vectorized(col, t);
   const std::string& pv = col.vars.back();

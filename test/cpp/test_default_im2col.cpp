@@ -100,8 +100,10 @@ TEST_CASE("dense channels-first convolutions as im2col + GEMM match float64",
   all.push_back({1, 64, 29, {81, 85}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true});
   // The same made whole with its vectors along output rows (Im2col.cpp,
   // gather_free_copy): rows of 44 (4 lanes at 16, 8 or 4 lanes) over 41 rows,
-  // and a dilated one with rows of 24 (8 lanes at 16) and a symbolic batch.
+  // and a dilated one with rows of 24 (8 lanes at 16), 2 images; with a
+  // symbolic batch it is made per column tile instead.
   all.push_back({1, 64, 29, {81, 87}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, false});
+  all.push_back({2, 96, 37, {23, 24}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true, true});
   all.push_back({2, 96, 37, {23, 24}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true, true, true});
   std::mt19937 rng(47);
   for (const Case& k : all) {
@@ -206,6 +208,16 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
       return (128 + r - 1) / r * r * (((784 + w - 1) / w + t.cores - 1) / t.cores) * w;
     };
     CHECK(busiest(rows, cols) < busiest(6, 64));
+  }
+  SECTION("the same over a symbolic batch: the whole copy's size is unknown, so per column tile") {
+    Program p("resnet_n");
+    const Tensor x = p.input("X", {Dim::symbol("N"), 128, 56, 56}), w = p.input("W", {128, 128, 3, 3});
+    p.output(ops::conv2d(x, w, Tensor(), {2, 2}, {1, 1}, {1, 1}, 1, "Y"));
+    const Schedule s = default_schedule(p, t);
+    validate(p, s, &t);
+    const Stage* col = find_stage(p, "im2col");
+    REQUIRE(col);
+    CHECK(s.find(col->name)->compute.kind == Placement::Kind::Inline);
   }
   SECTION("a copy beyond half the L2 whose output rows split no vector: inline, per column tile") {
     // DeepLab's dilated 3x3: rows of 33 pixels, so vectors of the copy would
