@@ -5,15 +5,21 @@
 // orders the tiles from the GEMM's cache footprint, K x P (K = input channels
 // x taps, P = output pixels), against the L2:
 //   - a panel larger than half the L2 (ResNet's strided 3x3: 1152 x 784, 3.6
-//     MB; DeepLab's dilated 3x3: 2304 x 1089, 10 MB) is never materialized
-//     whole: the copy is inline and the GEMM makes it per column tile (its
-//     `cache` of the K x tile-columns panel, which every row tile then reads);
+//     MB; DeepLab's dilated 3x3: 2304 x 1089, 10 MB) is packed per column
+//     tile (the GEMM's `cache` of the K x tile-columns panel, which every row
+//     tile then reads); from a whole copy where its vectors can run along
+//     output rows (ResNet's rows of 28: 4 lanes), else from the inline copy
+//     (DeepLab's rows of 33: vectors across rows would be gathers);
 //   - a panel within half the L2 (wav2vec's conv1d: K = 10, 128 KB) is made
 //     once, and the row tiles sweep the pixels innermost, so the output (the
 //     cost of a GEMM with K that small) is written in long runs.
-// Both take the widest column tile of whole vectors that the register file
-// holds, since every column tile streams the whole weight matrix once.
+// A copy made once takes the widest column tile of whole vectors that the
+// register file holds, since every column tile streams the whole weight matrix
+// once; copies per column tile, whose tiles are the parallel loop, take the
+// register tile of the most accumulators that leaves the busiest core the
+// least work (balance_columns).
 #include <algorithm>
+#include <numeric>
 
 #include "schedules/LoopNest.h"
 #include "schedules/defaults/Rules.h"
@@ -87,6 +93,58 @@ void widen_columns(const Stage& g, const Target& t, LoopSchedule& tile, StageSch
       u->second = static_cast<int>(v);
 }
 
+// Register tile of a GEMM whose column tiles are the parallel loop (the copy
+// made per column tile): among the tiles with the most accumulators the
+// register file holds next to their operands (6 or 8 rows, the contraction
+// rule's heights, x whole vectors), the one that leaves the busiest core the
+// least work, each core taking whole column tiles: rows computed (a narrower
+// last tile shifts inwards: ceil(rows / r) heights) times the busiest core's
+// columns (ceil(ceil(pixels / width) / cores) widths). Fewer accumulators cost
+// more per FMA: ResNet-50's strided 3x3 (128 rows, 784 pixels; loaded 2-core
+// Sapphire Rapids, 500 alternating calls) took 4.39 ms at 8 x 32 (16
+// accumulators, 102k elements computed), 4.18 at 6 x 64 (24, 110k), 4.06 at
+// 8 x 48 (24, 104k); 6 x 16 had been 3.6x slower than 6 x 32 (widen_columns).
+// Of the 24-accumulator tiles there, 6 x 64 makes 13 column tiles, 7 on one
+// core of 2 (448 columns of 132 rows against an even 392 of 128), 8 x 48
+// makes 17, 9 on the busiest (432 of 128): 6.5% less on the critical path.
+// DeepLab's dilated 3x3 (256 rows, 1089 pixels) keeps 8 x 48 (12 of 23).
+bool balance_columns(const Stage& g, const Target& t, Gemm& gm) {
+  const auto rc = tile_dims(g);
+  const std::string row = g.vars[rc.first], colv = g.vars[rc.second];
+  LoopSchedule& tile = *gm.tile;
+  if (tile.parallel != std::vector<std::string>{outer_loop(colv)}) return false;
+  const auto rt = tile.tile.find(row), ct = tile.tile.find(colv);
+  if (rt == tile.tile.end() || ct == tile.tile.end() || rt->second.size() != 1 ||
+      ct->second.size() != 1)
+    return false;
+  const int64_t rows = static_extent(g.shape[rc.first]), pixels = static_extent(g.shape[rc.second]);
+  const int64_t lanes = t.vector_lanes(DType::F32), regs = t.vector_registers;
+  const int64_t cores = std::max(t.cores, 1);
+  if (rows < 0 || pixels < 0 || lanes < 1) return false;
+  const auto tiles = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile; };
+  int64_t best_r = 0, best_v = 0, best_cost = -1;
+  for (const int64_t r : {rt->second[0], int64_t{6}, int64_t{8}}) {
+    if (r < 1 || r > rows) continue;
+    const int64_t v = std::min<int64_t>({4, (regs - 1) / (r + 1), pixels / lanes});
+    if (v < 1) continue;
+    const int64_t w = v * lanes;
+    const int64_t cost = tiles(rows, r) * r * tiles(tiles(pixels, w), cores) * w;
+    if (best_cost < 0 || r * v > best_r * best_v || (r * v == best_r * best_v && cost < best_cost))
+      best_r = r, best_v = v, best_cost = cost;
+  }
+  if (best_cost < 0) return false;
+  rt->second[0] = best_r;
+  ct->second[0] = best_v * lanes;
+  // A micro-kernel unrolled by tile (not fully) follows the new tile.
+  if (gm.ss->update) {
+    auto& un = gm.ss->update->unroll;
+    if (auto u = un.find(row); u != un.end() && u->second > 0) u->second = static_cast<int>(best_r);
+    if (auto u = un.find(colv); u != un.end() && u->second > 0)
+      u->second = static_cast<int>(best_v);
+  }
+  return true;
+}
+
 // Row tiles outside the column tiles, the pixels innermost: the row block's
 // output is written in runs along the pixels, and every row block reads the
 // whole copy, which the L2 holds. wav2vec's conv1d (1 x 16000, 512 channels,
@@ -113,6 +171,57 @@ bool rows_outer(const Stage& g, const Target& t, Gemm& gm) {
   return true;
 }
 
+// The output's row width (its innermost spatial extent) of a GEMM over
+// flattened pixels that a reshape back to [n, o, spatial...] reads; 0 when
+// there is none (1-D: the pixels are the output's own dim) or it is symbolic.
+int64_t output_row(const Program& p, const Stage& g) {
+  const int64_t pixels = static_extent(g.shape.back());
+  for (const std::string& c : p.consumers(g.name)) {
+    const Stage& o = p.stage(c);
+    if (o.shape.size() < 4) continue;
+    int64_t n = 1;
+    for (size_t k = 2; k < o.shape.size(); ++k)
+      n *= std::max<int64_t>(static_extent(o.shape[k]), 0);
+    if (n == pixels && n > 0) return static_extent(o.shape.back());
+  }
+  return 0;
+}
+
+// A copy made whole without gathers: the flattened pixel p reads the input at
+// p % (row width) along its contiguous axis, so vectors of p that cross an
+// output row are gathers. Split p at the row width and vectorize within the
+// row at the lanes that divide it (gcd(row, lanes)): each vector then reads
+// consecutive output columns, a strided load. Worth it from 4 lanes (an SSE
+// vector): ResNet-50's strided 3x3 (rows of 28: 4 lanes, the row unrolled;
+// loaded 2-core Sapphire Rapids, 400 alternating calls) ran 2.53 ms median
+// against 3.74 for the inline copy per column tile of 16-lane gathers (the
+// GEMM packs each column tile's part of it, contiguous now: without that
+// pack, 2.31 against 2.19), while a scalar copy (rows of 33, DeepLab's
+// dilated 3x3: gcd 1) lost to the gathers (2.69 against 2.64 ms).
+bool gather_free_copy(const Program& p, const Stage& col, const Stage& g, const Target& t,
+                      StageSchedule& cs) {
+  const int64_t row = output_row(p, g), lanes = t.vector_lanes(col.dtype);
+  const int64_t w = row > 0 ? std::gcd(row, lanes) : 0;
+  if (w < 4 || col.vars.size() < 3) return false;
+  // The whole copy (every image) is written and then read back once per
+  // column tile: it must stay within half the last-level cache, which a
+  // symbolic batch cannot promise (the inline copy per column tile needs one
+  // tile's panel whatever the batch).
+  const int64_t images = static_extent(col.shape[0]), panel = panel_bytes(col);
+  if (images < 0 || panel < 0 || 2 * images * panel > t.l3_bytes) return false;
+  cs = StageSchedule{};
+  cs.loops = parallel_vectorized(col, t);
+  const std::string& pv = col.vars.back();
+  if (cs.loops.tile.count(pv)) return false;
+  cs.loops.tile[pv] = {row};
+  cs.loops.vectorize = inner_loop(pv);
+  cs.loops.vector_width = static_cast<int>(w);
+  // The row's vectors unrolled (rows of 28: 7 vectors, 8% faster than a loop
+  // of them), up to 16 of them.
+  if (row / w > 1 && row / w <= 16) cs.loops.unroll[inner_loop(pv)] = static_cast<int>(row / w);
+  return true;
+}
+
 }  // namespace
 
 void im2col(const Program& p, const Stage& col, const Target& t, Schedule& s) {
@@ -124,24 +233,28 @@ void im2col(const Program& p, const Stage& col, const Target& t, Schedule& s) {
   Gemm gm = gemm_of(p, col, s);
   if (!gm.stage || !is_float(gm.stage->dtype)) return;
   const auto reads_col = [&](const CacheRead& c) { return c.tensor == col.name; };
-  widen_columns(*gm.stage, t, *gm.tile, *gm.ss);
   const int64_t panel = panel_bytes(col);
   if (panel >= 0 && 2 * panel <= t.l2_bytes) {
+    widen_columns(*gm.stage, t, *gm.tile, *gm.ss);
     if (rows_outer(*gm.stage, t, gm)) std::erase_if(gm.ss->cache, reads_col);
     return;
   }
+  if (!gm.alone || !balance_columns(*gm.stage, t, gm))
+    widen_columns(*gm.stage, t, *gm.tile, *gm.ss);
   if (!gm.alone) return;
-  // The copy per column tile, from the inline im2col expression: one pass
-  // instead of a copy of the whole panel and then of each tile's part of it.
-  // DeepLab's dilated 3x3 (2 threads, 256 -> 256 at 33x33): copy at root
-  // 16% and its tile copies 10% of the time; 36.3 -> 29.9 ms (min of 5
-  // rounds; ONNX Runtime 32.0).
+  // The GEMM packs each column tile's panel. Its source: the whole copy where
+  // that is made without gathers (gather_free_copy), else the inline im2col
+  // expression, one pass instead of a copy of the whole panel in gathers and
+  // then of each tile's part of it. DeepLab's dilated 3x3 (2 threads, 256 ->
+  // 256 at 33x33): copy at root 16% and its tile copies 10% of the time; 36.3
+  // -> 29.9 ms (min of 5 rounds; ONNX Runtime 32.0).
   const std::string at = outer_loop(gm.stage->vars[tile_dims(*gm.stage).second]);
   if (std::find(gm.tile->order.begin(), gm.tile->order.end(), at) == gm.tile->order.end()) return;
-  cs = StageSchedule{};
-  cs.compute.kind = Placement::Kind::Inline;
   std::erase_if(gm.ss->cache, reads_col);
   gm.ss->cache.push_back({col.name, at, false});
+  if (gather_free_copy(p, col, *gm.stage, t, cs)) return;
+  cs = StageSchedule{};
+  cs.compute.kind = Placement::Kind::Inline;
 }
 
 }  // namespace pto::defaults

@@ -94,6 +94,17 @@ TEST_CASE("dense channels-first convolutions as im2col + GEMM match float64",
   // 29 x 31 pixels (2 MB), strided and dilated, symbolic batch.
   all.push_back({1, 64, 19, {29, 31}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, false});
   all.push_back({2, 48, 23, {59, 61}, {3, 3}, {2, 2}, {2, 2}, {2, 2}, 1, false, true, true});
+  // A strided 3x3 at odd and prime sizes: 41 x 43 pixels (1763, odd: a
+  // shifted last tile at every width) from 81 x 85, 29 output channels, a
+  // copy of K = 576 x 1763 (4 MB).
+  all.push_back({1, 64, 29, {81, 85}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true});
+  // The same made whole with its vectors along output rows (Im2col.cpp,
+  // gather_free_copy): rows of 44 (4 lanes at 16, 8 or 4 lanes) over 41 rows,
+  // and a dilated one with rows of 24 (8 lanes at 16), 2 images; with a
+  // symbolic batch it is made per column tile instead.
+  all.push_back({1, 64, 29, {81, 87}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, false});
+  all.push_back({2, 96, 37, {23, 24}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true, true});
+  all.push_back({2, 96, 37, {23, 24}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true, true, true});
   std::mt19937 rng(47);
   for (const Case& k : all) {
     INFO("conv " << k.in.size() << "-D C=" << k.c << " O=" << k.o << " groups " << k.groups
@@ -118,10 +129,14 @@ TEST_CASE("dense channels-first convolutions as im2col + GEMM match float64",
         CHECK(gs->cache[0].tensor == col->name);
       }
     }
-    Target t = parse_target("host");
-    t.cores = 2;
-    CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5, 3e-5) <=
-          1.0);
+    // The copy per column tile balances its tiles over the cores (Im2col.cpp):
+    // the tile, and so the values, differ with the core count.
+    for (int cores : {1, 2, 3}) {
+      Target t = parse_target("host");
+      t.cores = cores;
+      CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5,
+                            3e-5) <= 1.0);
+    }
   }
 }
 
@@ -176,7 +191,12 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
     validate(p, s, &t);
     const Stage* col = find_stage(p, "im2col");
     REQUIRE(col);
-    CHECK(s.find(col->name)->compute.kind == Placement::Kind::Inline);
+    // Made whole, its vectors along output rows of 28 (4 lanes: no gathers).
+    const StageSchedule& cs = *s.find(col->name);
+    CHECK(cs.compute.kind == Placement::Kind::Root);
+    CHECK(cs.loops.tile.at("p") == std::vector<int64_t>{28});
+    CHECK(cs.loops.vectorize == "p_i");
+    CHECK(cs.loops.vector_width == 4);
     const std::string gemm = p.consumers(col->name).at(0);
     const StageSchedule& g = *s.find(gemm);
     REQUIRE(g.cache.size() == 1);
@@ -185,5 +205,87 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
     const int64_t rows = g.loops.tile.at("o").at(0), cols = g.loops.tile.at("p").at(0);
     CHECK(cols % lanes == 0);
     CHECK(rows * (cols / lanes) >= 24);  // 6 x 4 or 8 x 3 vectors, not 6 x 1
+    // The busiest core computes fewer rows x columns than with 6 x 64 (7 of
+    // 13 column tiles, of 132 rows): 8 x 48, 9 of 17.
+    const auto busiest = [&](int64_t r, int64_t w) {
+      return (128 + r - 1) / r * r * (((784 + w - 1) / w + t.cores - 1) / t.cores) * w;
+    };
+    CHECK(busiest(rows, cols) < busiest(6, 64));
+  }
+  SECTION("the same over a symbolic batch: the whole copy's size is unknown, so per column tile") {
+    Program p("resnet_n");
+    const Tensor x = p.input("X", {Dim::symbol("N"), 128, 56, 56}), w = p.input("W", {128, 128, 3, 3});
+    p.output(ops::conv2d(x, w, Tensor(), {2, 2}, {1, 1}, {1, 1}, 1, "Y"));
+    const Schedule s = default_schedule(p, t);
+    validate(p, s, &t);
+    const Stage* col = find_stage(p, "im2col");
+    REQUIRE(col);
+    CHECK(s.find(col->name)->compute.kind == Placement::Kind::Inline);
+  }
+  SECTION("a copy beyond half the L2 whose output rows split no vector: inline, per column tile") {
+    // DeepLab's dilated 3x3: rows of 33 pixels, so vectors of the copy would
+    // be gathers (or scalar).
+    Program p("deeplab");
+    const Tensor x = p.input("X", {1, 256, 33, 33}), w = p.input("W", {256, 256, 3, 3});
+    p.output(ops::conv2d(x, w, Tensor(), {1, 1}, {2, 2}, {2, 2}, 1, "Y"));
+    const Schedule s = default_schedule(p, t);
+    validate(p, s, &t);
+    const Stage* col = find_stage(p, "im2col");
+    REQUIRE(col);
+    CHECK(s.find(col->name)->compute.kind == Placement::Kind::Inline);
+    const StageSchedule& g = *s.find(p.consumers(col->name).at(0));
+    REQUIRE(g.cache.size() == 1);
+    CHECK(g.cache[0].loop == "p_o");
+  }
+}
+
+TEST_CASE("copies per column tile: the register tile balances the column tiles over the cores",
+          "[default][im2col][conv]") {
+  // The GEMM's column tiles are its parallel loop; at every core count the
+  // register tile has the most accumulators that fit (6 or 8 rows x whole
+  // vectors, with a vector per column and a broadcast in registers too) and,
+  // among those, the busiest core's share (rows computed x its columns) is
+  // the least, at prime and odd pixel counts and channel counts.
+  struct Shape2 {
+    int64_t c, o, hw, stride;
+  };
+  for (const Shape2 sh : {Shape2{128, 128, 56, 2}, Shape2{96, 61, 47, 1}, Shape2{80, 37, 73, 2}}) {
+    Program p("balanced");
+    const Tensor x = p.input("X", {1, sh.c, sh.hw, sh.hw}), w = p.input("W", {sh.o, sh.c, 3, 3});
+    p.output(ops::conv2d(x, w, Tensor(), {static_cast<int>(sh.stride), static_cast<int>(sh.stride)},
+                         {1, 1}, {1, 1}, 1, "Y"));
+    const Stage* col = find_op(p, "im2col");
+    REQUIRE(col);
+    const std::string gemm = p.consumers(col->name).at(0);
+    const int64_t ow = (sh.hw + 2 - 3) / sh.stride + 1, pixels = ow * ow;
+    for (const char* tn : {"x86-64-sapphirerapids", "x86-64-avx2"}) {
+      for (int cores : {1, 2, 3, 4, 7}) {
+        Target t = parse_target(tn);
+        t.cores = cores;
+        t.l2_bytes = 256 * 1024;  // every copy here is beyond half of it
+        INFO(tn << " cores " << cores << " C=" << sh.c << " O=" << sh.o << " pixels " << pixels);
+        const Schedule s = default_schedule(p, t);
+        validate(p, s, &t);
+        const StageSchedule& g = *s.find(gemm);
+        REQUIRE(g.cache.size() == 1);
+        REQUIRE(g.loops.parallel == std::vector<std::string>{"p_o"});
+        const int64_t lanes = t.vector_lanes(DType::F32), regs = t.vector_registers;
+        const auto busiest = [&](int64_t r, int64_t wd) {
+          return (sh.o + r - 1) / r * r * (((pixels + wd - 1) / wd + cores - 1) / cores) * wd;
+        };
+        const int64_t r = g.loops.tile.at("o").at(0), wd = g.loops.tile.at("p").at(0);
+        CHECK(wd % lanes == 0);
+        int64_t most = 0, least = -1;
+        for (int64_t rr : {6, 8}) {
+          int64_t v = 0;
+          while (v < 4 && (v + 1) * (rr + 1) + 1 <= regs && (v + 1) * lanes <= pixels) ++v;
+          if (v == 0 || rr > sh.o) continue;
+          const int64_t c = busiest(rr, v * lanes);
+          if (rr * v > most || (rr * v == most && c < least)) most = rr * v, least = c;
+        }
+        CHECK(r * (wd / lanes) == most);
+        CHECK(busiest(r, wd) == least);
+      }
+    }
   }
 }
