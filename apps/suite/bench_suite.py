@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from workloads import WORKLOADS, Workload  # noqa: E402
+from workloads import HELDOUT, WORKLOADS, Workload  # noqa: E402
 
 import pypto  # noqa: E402
 
@@ -190,8 +190,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--min-seconds", type=float, default=0.2)
     ap.add_argument("--list", action="store_true", help="print the workloads and exit")
+    ap.add_argument("--heldout", action="store_true",
+                    help="the held-out shapes instead (workloads.HELDOUT: sizes no rule was measured on)")
     args = ap.parse_args()
-    ws = [w for w in WORKLOADS if not args.only or any(s in w.name for s in args.only.split(","))]
+    pool = HELDOUT if args.heldout else WORKLOADS
+    ws = [w for w in pool if not args.only or any(s in w.name for s in args.only.split(","))]
     if args.list:
         for w in ws:
             print(f"{w.name:32} {w.cls:24} {w.model} {w.shapes}")

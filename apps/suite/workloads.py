@@ -241,3 +241,36 @@ WORKLOADS: list[Workload] = [
              lambda X: ops.transpose(X, perm=[1, 0, 2]), lambda X: np.ascontiguousarray(X.transpose(1, 0, 2)),
              lambda: [node("Transpose", ["X0"], perm=[1, 0, 2])]),
 ]
+
+# Held-out shapes: the same builders at sizes no default rule was measured on
+# (`bench_suite.py --heldout`). They check that a rule holds beyond the shapes
+# above; a workload is moved here from nowhere else, and none of them is used
+# to choose a rule's constants.
+HELDOUT: list[Workload] = [
+    matmul("mm_96x3000x200", "held out", 96, 3000, 200),
+    matmul("mm_500x64x500", "held out", 500, 64, 500),
+    matmul("mm_33x4096x33", "held out", 33, 4096, 33),
+    matmul("mm_2000x300x17", "held out", 2000, 300, 17),
+    matmul("bmm_8x100x80x60", "held out", 100, 80, 60, batch=8),
+    matmul("mv_3000x700", "held out", 3000, 700, 1),
+    matmul("vm_1x1000x5000", "held out", 1, 1000, 5000),
+    reduce("colsum_1000x3000", "held out", "reduce_sum", (1000, 3000), [0]),
+    reduce("rowsum_3000x1000", "held out", "reduce_sum", (3000, 1000), [1]),
+    reduce("mean_mid_16x300x100", "held out", "reduce_mean", (16, 300, 100), [1]),
+    reduce("max_100000x7", "held out", "reduce_max", (100000, 7), [1]),
+    softmax("softmax_64x1000", "held out", (64, 1000)),
+    softmax("softmax_4096x64", "held out", (4096, 64)),
+    softmax("softmax_3x100003", "held out", (3, 100003)),
+    softmax("logsoftmax_32x50257", "held out", (32, 50257), log=True),
+    conv("conv3x3_64x28", "held out", 64, 64, 28, 3, 1, 1),
+    conv("conv3x3_s2_256x28", "held out", 256, 256, 28, 3, 2, 1),
+    conv("conv5x5_32x40", "held out", 32, 48, 40, 5, 1, 2),
+    conv("conv1x1_256x14", "held out", 256, 512, 14, 1),
+    conv("dw5x5_240x28", "held out", 240, 240, 28, 5, 1, 2, groups=240),
+    conv("grouped3x3_64x30_g4", "held out", 64, 64, 30, 3, 1, 1, groups=4),
+    conv("conv7x7_s2_3x224", "held out", 3, 64, 224, 7, 2, 3),
+    attention("attn_causal_s256_h8_d32", "held out", 8, 256, 32, True),
+    attention("attn_s200_h4_d64", "held out", 4, 200, 64, False),
+    attention("attn_causal_s2048_h4_d64", "held out", 4, 2048, 64, True),
+    attention("attn_s1000_h2_d128", "held out", 2, 1000, 128, False),
+]

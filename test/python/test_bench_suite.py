@@ -14,12 +14,12 @@ import pytest
 _suite = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "apps", "suite")
 sys.path.insert(0, _suite)
 import bench_suite  # noqa: E402
-from workloads import WORKLOADS  # noqa: E402
+from workloads import HELDOUT, WORKLOADS  # noqa: E402
 
 import pypto  # noqa: E402
 
 
-@pytest.mark.parametrize("w", WORKLOADS, ids=lambda w: w.name)
+@pytest.mark.parametrize("w", WORKLOADS + HELDOUT, ids=lambda w: w.name)
 def test_workload_matches_float64(w):
     arrays = bench_suite.inputs_for(w, np.random.default_rng(1))
     ref = w.reference(*[a.astype(np.float64) for a in arrays])
