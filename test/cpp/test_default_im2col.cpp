@@ -162,6 +162,17 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
   Target t = parse_target("x86-64-sapphirerapids");
   t.cores = 2;
   const auto find_stage = [](const Program& p, const std::string& op) { return find_op(p, op); };
+  // A c -> c 3x3 convolution over [n, c, hw, hw] (padding = dilation) and its
+  // validated default schedule.
+  const auto conv3x3 = [&](const std::string& name, const Dim& n, int64_t c, int64_t hw, int stride,
+                           int dil) {
+    Program p(name);
+    const Tensor x = p.input("X", {n, Dim(c), Dim(hw), Dim(hw)}), w = p.input("W", {c, c, 3, 3});
+    p.output(ops::conv2d(x, w, Tensor(), {stride, stride}, {dil, dil}, {dil, dil}, 1, "Y"));
+    const Schedule s = default_schedule(p, t);
+    validate(p, s, &t);
+    return std::pair{p, s};
+  };
   SECTION("a copy the L2 holds: made once, row tiles outside the column tiles") {
     // wav2vec 2.0's first layer: K = 10, a 128 KB copy, a 6.5 MB output.
     Program p("wav2vec");
@@ -184,11 +195,7 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
   }
   SECTION("a copy beyond half the L2: per column tile, the widest register tile") {
     // ResNet-50's strided 3x3 (layer 2): K = 1152 x 784 pixels, 3.6 MB.
-    Program p("resnet");
-    const Tensor x = p.input("X", {1, 128, 56, 56}), w = p.input("W", {128, 128, 3, 3});
-    p.output(ops::conv2d(x, w, Tensor(), {2, 2}, {1, 1}, {1, 1}, 1, "Y"));
-    const Schedule s = default_schedule(p, t);
-    validate(p, s, &t);
+    const auto [p, s] = conv3x3("resnet", Dim(1), 128, 56, 2, 1);
     const Stage* col = find_stage(p, "im2col");
     REQUIRE(col);
     // Made whole, its vectors along output rows of 28 (4 lanes: no gathers).
@@ -213,11 +220,7 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
     CHECK(busiest(rows, cols) < busiest(6, 64));
   }
   SECTION("the same over a symbolic batch: the whole copy's size is unknown, so per column tile") {
-    Program p("resnet_n");
-    const Tensor x = p.input("X", {Dim::symbol("N"), 128, 56, 56}), w = p.input("W", {128, 128, 3, 3});
-    p.output(ops::conv2d(x, w, Tensor(), {2, 2}, {1, 1}, {1, 1}, 1, "Y"));
-    const Schedule s = default_schedule(p, t);
-    validate(p, s, &t);
+    const auto [p, s] = conv3x3("resnet_n", Dim::symbol("N"), 128, 56, 2, 1);
     const Stage* col = find_stage(p, "im2col");
     REQUIRE(col);
     CHECK(s.find(col->name)->compute.kind == Placement::Kind::Inline);
@@ -225,11 +228,7 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
   SECTION("a copy beyond half the L2 whose output rows split no vector: inline, per column tile") {
     // DeepLab's dilated 3x3: rows of 33 pixels, so vectors of the copy would
     // be gathers (or scalar).
-    Program p("deeplab");
-    const Tensor x = p.input("X", {1, 256, 33, 33}), w = p.input("W", {256, 256, 3, 3});
-    p.output(ops::conv2d(x, w, Tensor(), {1, 1}, {2, 2}, {2, 2}, 1, "Y"));
-    const Schedule s = default_schedule(p, t);
-    validate(p, s, &t);
+    const auto [p, s] = conv3x3("deeplab", Dim(1), 256, 33, 1, 2);
     const Stage* col = find_stage(p, "im2col");
     REQUIRE(col);
     CHECK(s.find(col->name)->compute.kind == Placement::Kind::Inline);
