@@ -1,6 +1,7 @@
 """bench_suite: PTO's default schedules on programs nobody tuned for, next to the peers.
 
     scripts/bench_suite.sh [--json FILE] [--plot FILE.png] [--only a,b] [--rounds 3] [--min-seconds 0.2]
+                            [--heldout | --random N --seed S]
 
 For every workload in workloads.py, in one process and on the same inputs:
   pto-default   `pypto.kernel(fn, dynamic=False)`: every size static;
@@ -38,7 +39,7 @@ from typing import Any, Callable
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from workloads import HELDOUT, WORKLOADS, Workload  # noqa: E402
+from workloads import HELDOUT, WORKLOADS, Workload, random_workloads  # noqa: E402
 
 import pypto  # noqa: E402
 
@@ -192,8 +193,11 @@ def main() -> int:
     ap.add_argument("--list", action="store_true", help="print the workloads and exit")
     ap.add_argument("--heldout", action="store_true",
                     help="the held-out shapes instead (workloads.HELDOUT: sizes no rule was measured on)")
+    ap.add_argument("--random", type=int, default=0, metavar="N",
+                    help="N workloads of random classes and shapes instead (workloads.random_workloads)")
+    ap.add_argument("--seed", type=int, default=0, help="the --random draw (the same seed, the same shapes)")
     args = ap.parse_args()
-    pool = HELDOUT if args.heldout else WORKLOADS
+    pool = random_workloads(args.random, args.seed) if args.random else HELDOUT if args.heldout else WORKLOADS
     ws = [w for w in pool if not args.only or any(s in w.name for s in args.only.split(","))]
     if args.list:
         for w in ws:

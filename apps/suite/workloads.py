@@ -18,6 +18,7 @@ runs well.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -274,3 +275,100 @@ HELDOUT: list[Workload] = [
     attention("attn_causal_s2048_h4_d64", "held out", 4, 2048, 64, True),
     attention("attn_s1000_h2_d128", "held out", 2, 1000, 128, False),
 ]
+
+
+# Random shapes: a fresh held-out set per seed (`bench_suite.py --random N --seed S`). Each draw
+# picks a stage class and sizes from ranges real models span (log-uniform, so small, odd and
+# prime sizes come up as often as large powers of two), bounded so that one call takes about
+# 0.01-20 ms. A rule that holds only on the shapes above fails here on shapes nobody chose.
+def _log_int(rng: Any, lo: int, hi: int) -> int:
+    return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
+
+
+def _random_matmul(rng: Any) -> Workload:
+    while True:
+        kind = rng.choice(["general", "general", "general", "matvec", "vecmat", "batched"])
+        m, k, n = _log_int(rng, 2, 4096), _log_int(rng, 8, 8192), _log_int(rng, 2, 4096)
+        batch = 0
+        if kind == "matvec":
+            n = 1
+        elif kind == "vecmat":
+            m = 1
+        elif kind == "batched":
+            batch, m, k, n = _log_int(rng, 2, 64), _log_int(rng, 8, 512), _log_int(rng, 8, 512), _log_int(rng, 8, 512)
+        flops = 2.0 * max(batch, 1) * m * k * n
+        if 2e5 <= flops <= 4e9 and max(batch, 1) * (m * k + k * n) <= 6e7:
+            name = f"rnd_mm_{'%dx' % batch if batch else ''}{m}x{k}x{n}"
+            return matmul(name, "random", m, k, n, batch=batch)
+
+
+def _random_reduce(rng: Any) -> Workload:
+    while True:
+        rank = int(rng.choice([2, 2, 3]))
+        shape = tuple(_log_int(rng, 1 if rank == 3 else 2, 60000) for _ in range(rank))
+        if not 1e4 <= np.prod(shape) <= 4e7 or min(shape) < 2:
+            continue
+        axis = int(rng.integers(rank))
+        op = str(rng.choice(["reduce_sum", "reduce_max", "reduce_mean"]))
+        return reduce(f"rnd_{op[7:]}_{'x'.join(map(str, shape))}_ax{axis}", "random", op, shape, [axis])
+
+
+def _random_softmax(rng: Any) -> Workload:
+    while True:
+        rows, cols = _log_int(rng, 1, 20000), _log_int(rng, 5, 150000)
+        if 1e3 <= rows * cols <= 2e7:
+            log = bool(rng.random() < 0.3)
+            return softmax(f"rnd_{'log' if log else ''}softmax_{rows}x{cols}", "random", (rows, cols), log=log)
+
+
+def _random_conv(rng: Any) -> Workload:
+    while True:
+        kind = rng.choice(["dense", "dense", "depthwise", "grouped"])
+        c = _log_int(rng, 3, 512) if kind != "depthwise" else _log_int(rng, 8, 1024)
+        k = int(rng.choice([1, 3, 3, 5, 7]))
+        stride = int(rng.choice([1, 1, 2]))
+        dil = int(rng.choice([1, 1, 1, 2])) if k > 1 else 1
+        pad = dil * (k // 2)
+        hw = _log_int(rng, 7, 160)
+        if kind == "depthwise":
+            groups, o = c, c
+        elif kind == "grouped":
+            divs = [g for g in range(2, c) if c % g == 0 and g <= 64]
+            if not divs:
+                continue
+            groups = int(rng.choice(divs))
+            o = groups * max(1, _log_int(rng, 1, 64))
+        else:
+            groups, o = 1, _log_int(rng, 8, 512)
+        oh = (hw + 2 * pad - dil * (k - 1) - 1) // stride + 1
+        flops = 2.0 * o * (c // groups) * k * k * oh * oh
+        if oh >= 1 and 1e5 <= flops <= 2e9:
+            name = f"rnd_{kind}_c{c}_o{o}_hw{hw}_k{k}s{stride}d{dil}" + (f"g{groups}" if kind == "grouped" else "")
+            return conv(name, "random", c, o, hw, k, stride, pad, dil, groups)
+
+
+def _random_attention(rng: Any) -> Workload:
+    while True:
+        h, s, d = _log_int(rng, 1, 16), _log_int(rng, 16, 2048), int(rng.choice([32, 64, 64, 80, 96, 128]))
+        causal = bool(rng.random() < 0.5)
+        if 4.0 * h * s * s * d <= 8e9:
+            return attention(f"rnd_attn{'_causal' if causal else ''}_h{h}_s{s}_d{d}", "random", h, s, d, causal)
+
+
+RANDOM_CLASSES = {"contraction": _random_matmul, "reduction": _random_reduce, "row-wise": _random_softmax,
+                  "conv": _random_conv, "attention": _random_attention}
+
+
+def random_workloads(n: int, seed: int) -> list[Workload]:
+    """`n` workloads of random classes and shapes, the same for the same seed."""
+    rng = np.random.default_rng(seed)
+    weights = {"contraction": 3, "reduction": 2, "row-wise": 2, "conv": 3, "attention": 1}
+    names = list(weights)
+    p = np.array([weights[c] for c in names], dtype=float)
+    out, seen = [], set()
+    while len(out) < n:
+        w = RANDOM_CLASSES[names[int(rng.choice(len(names), p=p / p.sum()))]](rng)
+        if w.name not in seen:
+            seen.add(w.name)
+            out.append(w)
+    return out

@@ -30,54 +30,80 @@ std::pair<size_t, size_t> tile_dims(const Stage& st) {
 }
 
 // The register tile over stage `e` (the epilogue, or the contraction itself):
-// rows x (4 vectors) of accumulators, column tiles in parallel, the rows and
-// the other pure dims outside. Returns the loop to compute the accumulators at.
-std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls) {
+// rows x vectors of accumulators, the rows and the other pure dims outside, a
+// parallel loop over an outer dim, the column tiles or the row tiles. Returns
+// the loop to compute the accumulators at.
+//
+// The tile is the one whose busiest core finishes first (register_tile_cost):
+// every step of the reduction issues rows x vectors FMAs on the 2 FMA pipes of
+// an x86 core and loads rows + vectors values on 2 load ports, and cannot
+// finish before the FMA latency (4 cycles) has passed for each accumulator: a
+// 6 x 1 tile's 6 chains leave the pipes a quarter idle, and its 7 loads per 6
+// FMAs bound it too. Candidates: 6 (or fewer) rows x 1-4 vectors, 8 x 3 and 12
+// x 1-2 where the registers hold them (6 x 4 and 8 x 3: 29 and 28 of AVX-512's
+// 32 registers; 6 x 2 on AVX2's 16, where 6 x 3 spilled), and, where every row
+// fits one tile (12 rows or fewer), that one row tile at every width the
+// registers hold. One row tile streams the second operand once, in the
+// longest contiguous pieces the registers allow: its rows are a whole row
+// stride apart, so each piece costs a memory latency, and the prefetcher does
+// not follow them across pages. [1, K] @ [K, N] on the 2-core Zen 5 (2
+// threads, 5 interleaved rounds, numpy's sgemv in the same process): 1 x 4
+// vectors 0.205 ms, 1 x 8 0.180, 1 x 24 0.059 (numpy 0.079) at K = 768, N =
+// 3072; 1 x 24 0.189 vs numpy 0.246 at [1, 6732] @ [6732, 735], 2.9 vs 3.7 ms
+// at [1, 4096] @ [4096, 11008]; 1 x 28 and 1 x 32 slower than 1 x 24 (spills);
+// [4, 4096] @ [4096, 4096]: 4 x 6 2.3 ms, 2 x 12 (two row tiles) 3.6, 4 x 4
+// 4.6.
+std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t,
+                          LoopSchedule& ls, int64_t streamed) {
   const int lanes = t.vector_lanes(DType::F32);
   const std::string row = e.vars[rc.first], col = e.vars[rc.second];
   const int64_t rows = static_extent(e.shape[rc.first]), cols = static_extent(e.shape[rc.second]);
-  // tr rows x v vectors of accumulators, plus v vectors of B and one
-  // broadcast of A, within the register file: 6 x 4 or 8 x 3 (29 and 28 of
-  // AVX-512's 32 registers), 6 x 2 on AVX2's 16 (where 6 x 3 spilled three
-  // accumulators). Whole vectors only (vector lanes must divide the tile); a
-  // narrower last tile shifts inwards over columns already computed.
-  auto cover = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
-  const int64_t max_vectors = std::clamp<int64_t>((t.vector_registers - 1) / (6 + 1), 1, 4);
+  // Parallel over the outermost other dim with enough iterations for both
+  // threads (a convolution's output rows, attention heads, a batch): one fork
+  // per call and whole tiles per task; else over column tiles (BERT's qk went
+  // from 12 forks of 2 column tiles to one fork of 12 heads), or row tiles
+  // where there are too few column tiles to share.
+  std::optional<std::string> outer_parallel;
+  for (size_t k = 0; k < e.vars.size(); ++k) {
+    const int64_t x = static_extent(e.shape[k]);
+    if (k != rc.first && k != rc.second && (x < 0 || x >= 4)) {
+      outer_parallel = e.vars[k];
+      break;
+    }
+  }
+  const int64_t regs = t.vector_registers;
+  const int64_t max_vectors = std::clamp<int64_t>((regs - 1) / (6 + 1), 1, 4);
   int64_t tr = std::min<int64_t>(rows > 0 ? rows : 6, 6);
   int64_t tc = std::min<int64_t>(cols > 0 ? cols : max_vectors * lanes, max_vectors * lanes);
+  bool rows_parallel = false;
   if (tc >= lanes && cols > 0) {
-    // The tile that computes the output in the fewest cycles: (row tiles) x
-    // (column tiles, the last shifted inwards) x (cycles per reduction step).
-    // A step issues tr * v FMAs on the 2 FMA pipes of an x86 core, loads tr +
-    // v values on 2 load ports, and cannot finish before the FMA latency (4
-    // cycles) has passed for each accumulator: a 6 x 1 tile's 6 chains leave
-    // the pipes a quarter idle, and its 7 loads per 6 FMAs bound it too.
-    // Measured ([96, 3000] @ [3000, 200], 2 threads, against ONNX Runtime in
-    // the same process): 6 x 16 (the fewest columns computed: 208) 0.63x,
-    // 6 x 32 0.83x, 8 x 32 0.86x, 6 x 64 0.85x. Ties go to the wider tile (a
-    // conv's 56-wide rows: one 64-wide tile, not 48 + a shifted 48).
-    const auto cycles = [&](int64_t r, int64_t v) {
-      const double step = std::max({static_cast<double>(r * v) / 2, static_cast<double>(r + v) / 2, 4.0});
-      const int64_t rr = rows > 0 ? rows : r;  // symbolic rows: the same count for every tile
-      return static_cast<double>((rr + r - 1) / r * (cover(cols, v * lanes) / (v * lanes))) * step;
-    };
-    // tr x 1..4 vectors, and 8 x 3 where AVX-512's registers hold it; first
-    // (so that they lose ties) 12 rows of 1 or 2 vectors, for outputs too
-    // narrow for wider tiles: [2000, 300] @ [300, 17] (a 16-column tile and
-    // one shifted over it) ran 0.79x ONNX Runtime with 6 x 16, 1.00x with
-    // 12 x 16, rows in parallel.
+    // Candidates in order: later ones win ties (a conv's 56-wide rows: one
+    // 64-wide tile, not 48 + a shifted 48).
     std::vector<std::pair<int64_t, int64_t>> tiles;
-    for (int64_t v = 1; v <= 2 && v * lanes <= tc; ++v)
-      if (rows >= 12 && 12 * v + v + 1 <= t.vector_registers) tiles.emplace_back(12, v);
-    for (int64_t v = 1; v <= max_vectors && v * lanes <= tc; ++v) tiles.emplace_back(tr, v);
-    if (max_vectors == 4 && 8 * 3 + 3 + 1 <= t.vector_registers && rows >= 8 && 3 * lanes <= tc)
+    const int64_t vmax = cols / lanes;
+    for (int64_t v = 1; v <= 2 && v <= vmax; ++v)
+      if (rows >= 12 && 12 * v + v + 1 <= regs) tiles.emplace_back(12, v);
+    for (int64_t v = 1; v <= max_vectors && v <= vmax; ++v) tiles.emplace_back(tr, v);
+    if (max_vectors == 4 && 8 * 3 + 3 + 1 <= regs && rows >= 8 && 3 <= vmax)
       tiles.emplace_back(8, 3);
+    if (rows > 0 && rows <= 12) {
+      // One row: each loaded vector feeds one FMA, so only the accumulators,
+      // the broadcast and a loaded vector need registers; three quarters of
+      // them as accumulators measured fastest (above).
+      const int64_t most = rows == 1 ? regs * 3 / 4 : (regs - 1) / (rows + 1);
+      for (int64_t v = max_vectors + 1; v <= std::min(most, vmax); ++v) tiles.emplace_back(rows, v);
+    }
+    const int64_t cores = std::max(t.cores, 1);
     double best = -1;
     for (const auto& [r, v] : tiles) {
-      if (const double c = cycles(r, v); best < 0 || c <= best) {
-        best = c;
+      const RegisterTileCost c =
+          register_tile_cost(rows, cols, r, v, lanes, cores, outer_parallel.has_value(),
+                             streamed < 0 || streamed > t.l2_bytes);
+      if (best < 0 || c.cycles_per_step <= best) {
+        best = c.cycles_per_step;
         tr = r;
         tc = v * lanes;
+        rows_parallel = c.rows_parallel;
       }
     }
   }
@@ -87,25 +113,82 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   std::vector<std::string> order;
   for (size_t k = 0; k < e.vars.size(); ++k)
     if (k != rc.first && k != rc.second) order.push_back(e.vars[k]);
-  for (const std::string& l : {outer_loop(col), outer_loop(row), inner_loop(row), inner_loop(col)}) order.push_back(l);
+  for (const std::string& l : {outer_loop(col), outer_loop(row), inner_loop(row), inner_loop(col)})
+    order.push_back(l);
   ls.order = order;
   if (tc >= lanes) {
     ls.vectorize = inner_loop(col);
     ls.vector_width = lanes;
   }
-  // Parallel over the outermost other dim with enough iterations for both
-  // threads (a convolution's output rows, attention heads, a batch): one fork
-  // per call and whole tiles per task; else over column tiles (BERT's qk
-  // went from 12 forks of 2 column tiles to one fork of 12 heads).
-  ls.parallel = {outer_loop(col)};
-  for (size_t k = 0; k < e.vars.size(); ++k) {
-    const int64_t x = static_extent(e.shape[k]);
-    if (k != rc.first && k != rc.second && (x < 0 || x >= 4)) {
-      ls.parallel = {e.vars[k]};
-      break;
-    }
-  }
+  ls.parallel = {outer_parallel  ? *outer_parallel
+                 : rows_parallel ? outer_loop(row)
+                                 : outer_loop(col)};
   return outer_loop(row);
+}
+
+// The reduction-step cycles of the busiest core for an r x v register tile
+// (v vectors of `lanes`) over a rows x cols output (-1: symbolic, counted as
+// one tile), the last tile of each dim shifted inwards over work already done.
+// A step issues r x v FMAs on the 2 FMA pipes of an x86 core and r + v loads on
+// its 2 load ports, and takes at least the FMA latency (4 cycles). Where the
+// operand the column tiles stream (one row piece of it per step) outgrows the
+// L2, the first row tile of each column tile fetches each piece from L3 or
+// memory, a latency that a step hides only behind its own work: at least
+// kStreamedStepCycles a step (fitted to the one-row tiles above: 1 x 8 took 3x
+// as long as 1 x 24 per column; 4 x 4 2x as long as 4 x 6). The tiles are shared
+// by the cores over the column tiles, or the row tiles where that leaves the
+// busiest core fewer; under an outer parallel dim every iteration runs all.
+RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64_t v, int64_t lanes,
+                                    int64_t cores, bool outer_parallel, bool streamed) {
+  constexpr double kStreamedStepCycles = 24;
+  const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  const double step =
+      std::max({static_cast<double>(r * v) / 2, static_cast<double>(r + v) / 2, 4.0});
+  const double first = streamed ? std::max(step, kStreamedStepCycles) : step;
+  const int64_t row_tiles = rows > 0 ? ceil_div(rows, r) : 1;
+  const int64_t col_tiles = cols > 0 ? ceil_div(cols, v * lanes) : 1;
+  RegisterTileCost c;
+  int64_t cols_busiest = col_tiles, rows_busiest = row_tiles;
+  if (!outer_parallel) {
+    const int64_t by_cols = ceil_div(col_tiles, cores) * row_tiles;
+    const int64_t by_rows = col_tiles * ceil_div(row_tiles, cores);
+    c.rows_parallel = by_rows < by_cols;
+    (c.rows_parallel ? rows_busiest : cols_busiest) =
+        ceil_div(c.rows_parallel ? row_tiles : col_tiles, cores);
+  }
+  c.cycles_per_step =
+      static_cast<double>(cols_busiest) * (first + static_cast<double>(rows_busiest - 1) * step);
+  return c;
+}
+
+// The bytes of the operands that `mm` reads without its row var (B of A @ B):
+// each column tile streams its panel of them. -1 where a size is symbolic.
+int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc) {
+  struct Find : IRVisitor {
+    const std::string& row;
+    std::set<std::string> tensors;
+    explicit Find(const std::string& r) : row(r) {}
+    void visit_access(const AccessNode& a) override {
+      struct Uses : IRVisitor {
+        const std::string& row;
+        bool found = false;
+        explicit Uses(const std::string& r) : row(r) {}
+        void visit_var(const VarNode& v) override { found |= v.name == row; }
+      } uses(row);
+      for (const Expr& x : a.args) uses.visit(x);
+      if (!uses.found) tensors.insert(a.tensor);
+      IRVisitor::visit_access(a);
+    }
+  } f(mm.vars[rc.first]);
+  f.visit(mm.value);
+  int64_t bytes = 0;
+  for (const std::string& name : f.tensors) {
+    const TensorInfo& ti = p.tensor(name);
+    const int64_t n = static_numel(ti.shape);
+    if (n < 0) return -1;
+    bytes += n * pto::bytes(ti.dtype);
+  }
+  return bytes;
 }
 
 // The micro-kernel: reduction loops outside, the register tile's rows
@@ -113,7 +196,8 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
 // the enclosing tile is constant-size (static extents, or the specialized
 // version of symbolic ones; the guarded version then unrolls with guards, as
 // Halide bounds a tile's extent by its size).
-LoopSchedule micro_kernel(const Stage& mm, std::pair<size_t, size_t> rc, const Target& t, bool const_tile) {
+LoopSchedule micro_kernel(const Stage& mm, std::pair<size_t, size_t> rc, const Target& t,
+                          bool const_tile) {
   const int lanes = t.vector_lanes(DType::F32);
   const std::string mrow = mm.vars[rc.first], mcol = mm.vars[rc.second];
   LoopSchedule up;
@@ -152,8 +236,8 @@ bool specialized_tile(const Stage& st, const LoopSchedule& ls) {
 // the guarded version's, of variable size, then unrolls with guards (Halide
 // refuses a full unroll of a loop whose extent it cannot bound: `[S, S] @
 // [S, S]`).
-void unroll_by_tile(const Stage& e, std::pair<size_t, size_t> rc, const LoopSchedule& tile, const Target& t,
-                    LoopSchedule& up) {
+void unroll_by_tile(const Stage& e, std::pair<size_t, size_t> rc, const LoopSchedule& tile,
+                    const Target& t, LoopSchedule& up) {
   const int lanes = t.vector_lanes(DType::F32);
   const auto rows = tile.tile.find(e.vars[rc.first]), cols = tile.tile.find(e.vars[rc.second]);
   if (rows == tile.tile.end() || cols == tile.tile.end() || up.vector_width != lanes) return;
@@ -199,9 +283,19 @@ bool transcendental(const Stage& st) {
     bool found = false;
     void visit_unary(const UnaryNode& n) override {
       switch (n.op) {
-        case UnOp::Neg: case UnOp::Not: case UnOp::Abs: case UnOp::Floor: case UnOp::Ceil:
-        case UnOp::Round: case UnOp::Trunc: case UnOp::IsNan: case UnOp::IsInf: case UnOp::Sqrt: break;
-        default: found = true;
+        case UnOp::Neg:
+        case UnOp::Not:
+        case UnOp::Abs:
+        case UnOp::Floor:
+        case UnOp::Ceil:
+        case UnOp::Round:
+        case UnOp::Trunc:
+        case UnOp::IsNan:
+        case UnOp::IsInf:
+        case UnOp::Sqrt:
+          break;
+        default:
+          found = true;
       }
       IRVisitor::visit_unary(n);
     }
@@ -215,7 +309,8 @@ bool transcendental(const Stage& st) {
 // (2 KiB) land on few cache sets: BERT's FFN weight [768, 3072] (12 KiB rows)
 // ran at 125 GFLOP/s per core unpacked, 195 packed with the epilogue as its
 // own pass; matmul + bias + ReLU at n = 1024 203 -> 254 (n = 512: even).
-bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor, std::pair<size_t, size_t> rc) {
+bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor,
+                   std::pair<size_t, size_t> rc) {
   if (mm.kind != OpKind::Contraction) return false;
   const Shape& sh = p.tensor(tensor).shape;
   if (sh.size() < 2) return false;
@@ -232,8 +327,8 @@ bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor,
 // on the loaded 2-core Sapphire Rapids, same tiles otherwise) and [257, 1000]
 // @ [1000, 333] (1.65 vs 2.04 ms). A panel spanning whole rows (row <= tile)
 // is contiguous already and is read in place.
-bool strided_panel(const Program& p, const Stage& mm, const std::string& tensor, std::pair<size_t, size_t> rc,
-                   const LoopSchedule& ls) {
+bool strided_panel(const Program& p, const Stage& mm, const std::string& tensor,
+                   std::pair<size_t, size_t> rc, const LoopSchedule& ls) {
   if (mm.kind != OpKind::Contraction) return false;
   const Shape& sh = p.tensor(tensor).shape;
   const auto cols = ls.tile.find(mm.vars[rc.second]), rows = ls.tile.find(mm.vars[rc.first]);
@@ -243,10 +338,13 @@ bool strided_panel(const Program& p, const Stage& mm, const std::string& tensor,
 }
 
 // mm computed per register tile of its elementwise epilogue `e`.
-void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e, const Target& t, Schedule& s) {
+void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e, const Target& t,
+                               Schedule& s) {
   const auto rc = tile_dims(mm);
   StageSchedule& es = s[e.name];
-  const std::string at = channels_last_conv(mm) ? channels_last_tile(e, t, es.loops, max_tile_pixels(p, mm)) : register_tile(e, rc, t, es.loops);
+  const std::string at = channels_last_conv(mm)
+                             ? channels_last_tile(e, t, es.loops, max_tile_pixels(p, mm))
+                             : register_tile(e, rc, t, es.loops, streamed_bytes(p, mm, rc));
   StageSchedule& ms = s[mm.name];
   ms.compute = {Placement::Kind::At, e.name, at};
   ms.loops.vectorize = mm.vars[rc.second];
@@ -267,7 +365,9 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
     weights_outer(p, mm, nullptr, t, s);
     return;
   }
-  ms.accumulator_at = channels_last_conv(mm) ? channels_last_tile(mm, t, ms.loops, max_tile_pixels(p, mm)) : register_tile(mm, rc, t, ms.loops);
+  ms.accumulator_at = channels_last_conv(mm)
+                          ? channels_last_tile(mm, t, ms.loops, max_tile_pixels(p, mm))
+                          : register_tile(mm, rc, t, ms.loops, streamed_bytes(p, mm, rc));
   ms.specialize = specialized_tile(mm, ms.loops);
   ms.update = micro_kernel(mm, rc, t, static_tile(mm, rc));
   if (ms.specialize) unroll_by_tile(mm, rc, ms.loops, t, *ms.update);
@@ -281,7 +381,8 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   const auto reads = mm.reads();
   if (mm.kind == OpKind::Contraction && reads.size() == 2 && p.tensor(reads[1]).shape.size() >= 2) {
     const bool transposed = transposed_operand(mm, reads[1], rc);
-    if (transposed || needs_packing(p, mm, reads[1], rc) || strided_panel(p, mm, reads[1], rc, ms.loops))
+    if (transposed || needs_packing(p, mm, reads[1], rc) ||
+        strided_panel(p, mm, reads[1], rc, ms.loops))
       ms.cache.push_back({reads[1], outer_loop(mm.vars[rc.second]), transposed});
   }
 }

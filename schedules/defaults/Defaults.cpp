@@ -215,20 +215,6 @@ Schedule default_schedule(const Program& p, const Target& t) {
     const int64_t n = static_extent(st.shape[rc.second]);
     if (n >= 0 && n < t.vector_lanes(DType::F32))
       continue;  // too narrow for a vector register tile
-    // One output row (x @ W in a decoder step): no row of the tile reuses a
-    // loaded W vector, so the work is streaming W once, which the reduction
-    // rule's accumulator row does in long contiguous runs (Reduction.cpp);
-    // the register tile's 4-vector column tiles read W in 256-byte pieces a
-    // row apart (GPT-2's 1 x 768 x 3072: 0.28-0.34 ms vs 0.23-0.25 ms).
-    // Static widths only: at a symbolic width the accumulator row has no
-    // block size to derive, and the specialized register tile measured 17x
-    // faster (1 x K x N, K and N symbolic: 0.24 vs 4.0 ms). The two are
-    // within a 0.2 ms kernel's run-to-run spread of each other: a quiet suite
-    // run had the symbolic register tile ahead (0.18 vs 0.31 ms), 15
-    // interleaved rounds on the loaded machine the accumulator row (median
-    // 0.71 vs 0.86 ms), and static one-row register tiles of 4-24 vectors
-    // ranged 0.65-0.86 against its 0.71 in another run.
-    if (static_extent(st.shape[rc.first]) == 1 && n > 0 && !channels_last_conv(st)) continue;
     // An inline elementwise chain read by another reduction (linear -> bias ->
     // gelu -> linear) would be re-evaluated for every reduction step of its
     // reader: materialize its last stage and fuse the contraction into it.

@@ -48,7 +48,18 @@ void interleave_transcendentals(const Program& p, const Target& t, Schedule& s);
 
 // Contraction.cpp
 std::pair<size_t, size_t> tile_dims(const Stage& st);  // (rows, columns) of the register tile
-std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls);
+// `streamed`: the bytes of the operand the column tiles stream (streamed_bytes; -1 symbolic, 0 unknown).
+std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls,
+                          int64_t streamed = 0);
+int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc);
+// The busiest core's cycles per reduction step for an r x v-vector register
+// tile over a rows x cols output, and whether its row tiles are the parallel loop.
+struct RegisterTileCost {
+  double cycles_per_step = 0;
+  bool rows_parallel = false;
+};
+RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64_t v, int64_t lanes,
+                                    int64_t cores, bool outer_parallel, bool streamed);
 LoopSchedule micro_kernel(const Stage& mm, std::pair<size_t, size_t> rc, const Target& t, bool const_tile);
 bool static_tile(const Stage& st, std::pair<size_t, size_t> rc);
 bool specialized_tile(const Stage& st, const LoopSchedule& ls);  // a specialize directive pays

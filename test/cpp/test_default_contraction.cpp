@@ -45,12 +45,18 @@ double check(const Kernel& k, int64_t m, int64_t kk, int64_t n, std::mt19937& rn
 
 TEST_CASE("default contraction packs strided B panels at static sizes", "[defaults][contraction]") {
   // Rows of 128 and 333 floats are wider than a 64-column tile: packed, as
-  // the symbolic kernel does; a 64-wide B is one contiguous panel, and one
-  // row tile (M <= tile rows) would not reuse a packed panel.
+  // the symbolic kernel does; one row tile (M <= tile rows) would not reuse a
+  // packed panel. In general: packed exactly where the B rows are wider than
+  // the column tile and more than one row tile reads the panel.
   CHECK(packs_b(default_schedule(matmul_program(300, 128, 128, false), host_target())));
   CHECK(packs_b(default_schedule(matmul_program(257, 1000, 333, false), host_target())));
-  CHECK_FALSE(packs_b(default_schedule(matmul_program(64, 64, 64, false), host_target())));
   CHECK_FALSE(packs_b(default_schedule(matmul_program(4, 128, 128, false), host_target())));
+  for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{64, 64, 64}, {100, 50, 48}, {37, 20, 16}, {500, 64, 500}}) {
+    INFO(m << "x" << k << "x" << n);
+    const Schedule s = default_schedule(matmul_program(m, k, n, false), host_target());
+    const StageSchedule& ms = s.stages.at("matmul");
+    CHECK(packs_b(s) == (n > ms.loops.tile.at("j")[0] && m > ms.loops.tile.at("i")[0]));
+  }
 }
 
 TEST_CASE("default contraction matches float64 at odd, prime and size-1 extents", "[defaults][contraction]") {
@@ -82,15 +88,21 @@ TEST_CASE("default contraction: the register tile with the fewest estimated cycl
     const StageSchedule& ms = s.stages.at("matmul");
     return std::pair{ms.loops.tile.at("i")[0], ms.loops.tile.at("j")[0]};
   };
-  // 200 columns: 2-vector tiles (7 of them, 224 columns computed), not 13 of
-  // one vector (208 columns, but 6 accumulator chains cannot fill the pipes).
-  CHECK(tile(96, 3000, 200) == std::pair<int64_t, int64_t>{6, 32});
+  // 200 columns, 16 row tiles: 4 column tiles of 4 vectors (2 a core), not 7
+  // of 2 (4 on the busiest core), nor 13 of one vector (6 accumulator chains
+  // cannot fill the pipes).
+  CHECK(tile(96, 3000, 200) == std::pair<int64_t, int64_t>{6, 64});
   // Square: 6 x 4 vectors; BERT's 128 rows: 8 x 3 vectors.
   CHECK(tile(1024, 1024, 1024) == std::pair<int64_t, int64_t>{6, 64});
   CHECK(tile(128, 768, 3072) == std::pair<int64_t, int64_t>{8, 48});
   // 17 columns (a vector and a shifted one): 12 rows of one vector, whose 12
   // accumulator chains keep the FMA pipes busy where 6 could not.
   CHECK(tile(2000, 300, 17) == std::pair<int64_t, int64_t>{12, 16});
-  // Fewer rows than a tile: all of them.
+  // Fewer rows than a tile: all of them, at the widest tile the registers
+  // hold that still gives each core work: one row streams B in 24-vector
+  // pieces, 4 rows in 6-vector ones.
   CHECK(tile(3, 500, 128).first == 3);
+  CHECK(tile(1, 768, 3072) == std::pair<int64_t, int64_t>{1, 384});
+  CHECK(tile(4, 4096, 4096) == std::pair<int64_t, int64_t>{4, 96});
+  CHECK(tile(1, 300, 200).second == 112);  // 2 tiles of 7 vectors, one a core, not one of 13
 }

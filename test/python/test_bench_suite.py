@@ -14,12 +14,13 @@ import pytest
 _suite = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "apps", "suite")
 sys.path.insert(0, _suite)
 import bench_suite  # noqa: E402
-from workloads import HELDOUT, WORKLOADS  # noqa: E402
+from workloads import HELDOUT, WORKLOADS, random_workloads  # noqa: E402
 
 import pypto  # noqa: E402
 
 
-@pytest.mark.parametrize("w", WORKLOADS + HELDOUT, ids=lambda w: w.name)
+# A fixed draw of random shapes too (`bench_suite.py --random N --seed S` draws fresh ones).
+@pytest.mark.parametrize("w", WORKLOADS + HELDOUT + random_workloads(12, seed=2026), ids=lambda w: w.name)
 def test_workload_matches_float64(w):
     arrays = bench_suite.inputs_for(w, np.random.default_rng(1))
     ref = w.reference(*[a.astype(np.float64) for a in arrays])
@@ -49,3 +50,11 @@ def test_rel_error_fails_on_a_wrong_answer():
     bad[7] += 1e-3
     assert bench_suite.rel_error(bad, ref) > bench_suite.TOL
     assert bench_suite.rel_error(ref[:50], ref) == float("inf")
+
+
+def test_random_draws_are_reproducible_and_varied():
+    a, b = random_workloads(20, seed=5), random_workloads(20, seed=5)
+    assert [w.name for w in a] == [w.name for w in b]
+    assert len({w.name for w in a}) == 20
+    assert len({w.cls for w in a}) >= 4
+    assert [w.name for w in random_workloads(20, seed=6)] != [w.name for w in a]
