@@ -16,10 +16,16 @@ size: dims with equal values share one symbol (annotations such as
 size with the same pattern of equalities reuses the compiled kernel: no
 retrace, no recompile: the default schedules tile and vectorize symbolic dims,
 with a version specialized for sizes that hold whole tiles (the `specialize`
-directive) and guarded loops below, so one kernel runs about as fast as the
-static kernel of each size (dynamic `A @ B` at 512-2048: 0.9-1.07x of
-`dynamic=False`). `dynamic=False` fixes every size (one compile per shape). Compiled kernels are cached
-per (signature, schedule JSON), so editing a schedule compiles once per edit.
+directive), so one kernel runs about as fast as the static kernel of each size
+(dynamic `A @ B` at 512-2048: 0.9-1.07x of `dynamic=False`). Sizes below those
+tiles (a symbol smaller than its `full_speed_extents`: 17 columns under a
+64-column tile) would run the kernel's guarded loops, up to 30x slower; such
+a call runs a static variant compiled for its exact shape instead (at most
+`MAX_STATIC_VARIANTS` per signature, then the guarded loops; `static_variants=False`: never), so the shapes
+that get their own kernel are the few small ones. A schedule edited by hand
+is always the one that runs. `dynamic=False` fixes every size (one compile per
+shape). Compiled kernels are cached per (signature, schedule JSON), so editing
+a schedule compiles once per edit.
 """
 from __future__ import annotations
 
@@ -37,6 +43,10 @@ from ._ext import _pto
 from .errors import DTypeError, ShapeError, SymbolicSizeError
 from .schedule import Schedule
 from .tensor import Tensor, TensorSpec, _pop, _push, _Trace, dtype_name
+
+# Static-shaped variants one symbolic signature may compile for sizes below its
+# tiles (module doc); past this many, such sizes run the guarded loops.
+MAX_STATIC_VARIANTS = 64
 
 
 @dataclass
@@ -75,6 +85,21 @@ class Specialization:
     schedule: Schedule
     target: str
     compiled: dict[str, Any] = field(default_factory=dict)
+    default_json: str = ""                  # the schedule as traced (edits make it differ)
+    _full_speed: dict[str, int] | None = None
+
+    def full_speed_extents(self) -> dict[str, int]:
+        """Per size symbol, the least size at which the default loops run unguarded."""
+        if self._full_speed is None:
+            self._full_speed = dict(_pto.full_speed_extents(self.program, self.default_json))
+        return self._full_speed
+
+    def below_full_speed(self, arrays: Sequence[np.ndarray]) -> bool:
+        """Would these sizes run the guarded loops of an unedited symbolic schedule?"""
+        if not self.default_json or self.schedule.to_json() != self.default_json:
+            return False
+        need = self.full_speed_extents()
+        return any(n < need.get(sym, 0) for sym, n in self.sizes(arrays).items())
 
     @property
     def program(self) -> Any:
@@ -114,11 +139,13 @@ class KernelFunction:
     """A traced, compiled-on-demand kernel (see module doc); made by `@pypto.kernel`."""
 
     def __init__(self, fn: Callable[..., Any], *, target: str = "host", dynamic: bool = True,
-                 name: str | None = None, schedule: Callable[[Any, Schedule], Schedule | None] | None = None):
+                 name: str | None = None, schedule: Callable[[Any, Schedule], Schedule | None] | None = None,
+                 static_variants: bool = True):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.target = target
         self.dynamic = dynamic
+        self.static_variants = static_variants
         self.name = name or fn.__name__
         self.precision = getattr(fn, "__pypto_precision__", None)
         self.schedule_hook = schedule
@@ -126,6 +153,7 @@ class KernelFunction:
         self._last: Specialization | None = None
         self._lock = threading.RLock()
         self._needs_static: set[tuple] = set()
+        self._static_variants: dict[tuple, set[tuple]] = {}  # symbolic key -> static keys it dispatched to
         self._param_cache: list[tuple[str, Any]] | None = None
         self.trace_count = 0
 
@@ -228,7 +256,7 @@ class KernelFunction:
             self.precision.apply(trace.program, sched)
         if self.schedule_hook is not None:
             sched = self.schedule_hook(trace.program, sched) or sched
-        return Specialization(key, trace, names, outs, sched, self.target)
+        return Specialization(key, trace, names, outs, sched, self.target, default_json=sched.to_json())
 
     def specialize(self, *args: Any) -> Specialization:
         """The specialization for these arrays (traced on first use; cached by signature)."""
@@ -252,8 +280,23 @@ class KernelFunction:
                     self._needs_static.add(key)
                     spec = self._specs.get(static) or self._trace(static)
                     self._specs[static] = spec
+            spec = self._static_variant(spec, arrays)
             self._last = spec
         return spec
+
+    def _static_variant(self, spec: Specialization, arrays: list[np.ndarray]) -> Specialization:
+        """The static-shaped kernel for sizes below the symbolic kernel's tiles (module doc)."""
+        if not self.static_variants or not spec.below_full_speed(arrays):
+            return spec
+        static = self.signature(arrays, dynamic=False)
+        variants = self._static_variants.setdefault(spec.key, set())
+        if static not in variants and len(variants) >= MAX_STATIC_VARIANTS:
+            return spec
+        variant = self._specs.get(static)
+        if variant is None:
+            variant = self._specs[static] = self._trace(static)
+        variants.add(static)
+        return variant
 
     def _spec(self, args: Sequence[Any]) -> Specialization:
         if args:
@@ -286,7 +329,8 @@ class KernelFunction:
     def cache_info(self) -> dict[str, int]:
         """How many signatures were traced and kernels compiled (for checking caching)."""
         return {"signatures": len(self._specs), "traces": self.trace_count,
-                "compiled": sum(len(s.compiled) for s in self._specs.values())}
+                "compiled": sum(len(s.compiled) for s in self._specs.values()),
+                "static_variants": sum(len(v) for v in self._static_variants.values())}
 
     # ---- exploration ---------------------------------------------------------------
     def program(self, *args: Any) -> Any:
@@ -366,8 +410,13 @@ class KernelFunction:
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, target: str = "host", dynamic: bool = True,
-           name: str | None = None, schedule: Callable[[Any, Schedule], Schedule | None] | None = None) -> Any:
-    """Decorator: `@pypto.kernel` or `@pypto.kernel(target="host", dynamic=False)`."""
+           name: str | None = None, schedule: Callable[[Any, Schedule], Schedule | None] | None = None,
+           static_variants: bool = True) -> Any:
+    """Decorator: `@pypto.kernel` or `@pypto.kernel(target="host", dynamic=False)`.
+
+    `static_variants=False`: a dynamic kernel runs every size on its one symbolic
+    kernel, guarded loops included (module doc)."""
     def wrap(f: Callable[..., Any]) -> KernelFunction:
-        return KernelFunction(f, target=target, dynamic=dynamic, name=name, schedule=schedule)
+        return KernelFunction(f, target=target, dynamic=dynamic, name=name, schedule=schedule,
+                              static_variants=static_variants)
     return wrap(fn) if fn is not None else wrap

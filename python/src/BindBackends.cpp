@@ -9,6 +9,7 @@
 #include "backends/Jit.h"
 #include "backends/Timing.h"
 #include "schedules/Explain.h"
+#include "schedules/FullSpeed.h"
 #include "schedules/LoopNest.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
@@ -118,6 +119,10 @@ void bind_schedules(py::module_& m) {
     return dump(default_schedule(p, parse_target(target)));
   }, py::arg("program"), py::arg("target") = "host");
   m.def("plain_schedule", [](const Program& p) { return dump(plain_schedule(p)); });
+  m.def("full_speed_extents", [](const Program& p, const std::string& json) {
+    return full_speed_extents(p, parse(json));
+  }, py::arg("program"), py::arg("schedule"),
+     "Per size symbol, the least value at which every stage runs its unguarded loops (schedules/FullSpeed.h).");
   m.def("validate", [](const Program& p, const std::string& json, const std::string& target) {
     const Target t = parse_target(target);
     validate(p, parse(json), &t);

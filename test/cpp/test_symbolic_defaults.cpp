@@ -8,6 +8,7 @@
 #include "dsl/Error.h"
 #include "dsl/Interpreter.h"
 #include "dsl/ops/Ops.h"
+#include "schedules/FullSpeed.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
 
@@ -184,4 +185,34 @@ TEST_CASE("symbolic row sum and global pool: rows in parallel blocks, correct at
     const Kernel k(p, default_schedule(p, t), t);
     check_sizes(p, k, {{{1, 1, 1, 1}}, {{1, 3, 7, 7}}, {{1, 37, 5, 3}}, {{1, 130, 1, 17}}}, 1e-5, 1e-6);
   }
+}
+
+TEST_CASE("full-speed extents: the least sizes that hold every tile of the defaults", "[defaults][symbolic]") {
+  const Target& t = host_target();
+  Program p("mm");
+  const Tensor a = p.input("A", {Dim::symbol("M"), Dim::symbol("K")});
+  const Tensor b = p.input("B", {Dim::symbol("K"), Dim::symbol("N")});
+  p.output(ops::matmul(a, b, "mm"));
+  const Schedule s = default_schedule(p, t);
+  const auto need = full_speed_extents(p, s);
+  // The register tile's rows and columns; K is a plain reduction loop.
+  const StageSchedule& ms = s.stages.at("mm");
+  REQUIRE(need.count("M"));
+  REQUIRE(need.count("N"));
+  CHECK(need.at("M") == ms.loops.tile.at("i")[0]);
+  CHECK(need.at("N") == ms.loops.tile.at("j")[0]);
+  CHECK_FALSE(need.count("K"));
+  // Static programs have none; a hand-written schedule gets its own bounds.
+  Program q("mmq");
+  q.output(ops::matmul(q.input("A", {40, 30}), q.input("B", {30, 20}), "mm"));
+  CHECK(full_speed_extents(q, default_schedule(q, t)).empty());
+  Schedule plain;
+  CHECK(full_speed_extents(p, plain).empty());
+  // Lanes of partials along a symbolic row: rows shorter than the lanes are below full speed.
+  Program r("rowsum");
+  r.output(ops::reduce_sum(r.input("X", {Dim::symbol("R"), Dim::symbol("C")}), {1}, false, "s"));
+  const Schedule rs = default_schedule(r, t);
+  const StageSchedule& ss = rs.stages.at("s");
+  if (ss.rfactor && !ss.rfactor->short_below)
+    CHECK(full_speed_extents(r, rs).at("C") == ss.rfactor->factor);
 }

@@ -24,14 +24,14 @@ def mats(rng):
 
 
 def test_compiles_once_per_signature_and_not_per_size(rng):
-    @pypto.kernel
+    @pypto.kernel(static_variants=False)
     def mm(A: pypto.Tensor, B: pypto.Tensor):
         return A @ B
     for m, k, n in [(8, 5, 3), (9, 5, 3), (17, 11, 13), (1, 4, 6)]:
         a, b = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
         np.testing.assert_allclose(mm(a, b), a.astype(np.float64) @ b, **f32_matmul_tol(k))
     # (8,5,3), (9,5,3), (17,11,13) share one symbolic signature; (1,4,6) has a unit dim.
-    assert mm.cache_info == {"signatures": 2, "traces": 2, "compiled": 2}
+    assert mm.cache_info == {"signatures": 2, "traces": 2, "compiled": 2, "static_variants": 0}
     a = rng.random((6, 6), dtype=np.float32)
     mm(a, a)  # M == K == N: a different pattern of equal sizes -> new signature
     mm(a.astype(np.float64), a.astype(np.float64))  # new dtype -> new signature
@@ -43,7 +43,7 @@ def test_dynamic_matmul_is_specialized_and_exact_at_odd_sizes(rng):
     # specialized for sizes that hold a tile and a guarded one below: size 1, a
     # prime below one vector, square and rectangular primes, and 1000 (not a
     # multiple of the 6 x 64 tile) all go through the same kernel.
-    @pypto.kernel
+    @pypto.kernel(static_variants=False)
     def mm(A, B):
         return A @ B
     shapes = [(1, 1, 1), (7, 7, 7), (5, 3, 70), (257, 257, 257), (129, 700, 333), (1000, 1000, 1000)]
@@ -56,11 +56,45 @@ def test_dynamic_matmul_is_specialized_and_exact_at_odd_sizes(rng):
     assert mm.cache_info["compiled"] == 3
 
 
+def test_sizes_below_the_tiles_run_static_variants(rng):
+    # The symbolic kernel serves sizes that hold its tiles; a symbol below its
+    # full-speed extent (17 columns under a 64-column tile) runs a static
+    # kernel for that shape, compiled once; an edited schedule always runs.
+    @pypto.kernel
+    def mm(A, B):
+        return A @ B
+    for m, k, n in [(300, 200, 100), (301, 203, 107), (300, 200, 17), (300, 200, 17), (40, 30, 5)]:
+        a, b = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
+        np.testing.assert_allclose(mm(a, b), a.astype(np.float64) @ b, **f32_matmul_tol(k))
+    info = mm.cache_info
+    assert info["static_variants"] == 2 and info["compiled"] == 3, info
+    spec = mm.specialize(rng.random((300, 200), dtype=np.float32), rng.random((200, 100), dtype=np.float32))
+    need = spec.full_speed_extents()
+    assert need and all(v > 1 for v in need.values())
+    small = [rng.random((300, 200), dtype=np.float32), rng.random((200, 17), dtype=np.float32)]
+    assert mm.specialize(*small).key != spec.key
+    # Edit the symbolic schedule: every size now runs it.
+    s = spec.schedule
+    s["matmul"].parallel()  # serial
+    assert mm.specialize(*small).key == spec.key
+    np.testing.assert_allclose(mm(*small), small[0].astype(np.float64) @ small[1], **f32_matmul_tol(200))
+
+
+def test_static_variants_are_capped(rng, monkeypatch):
+    import sys
+    monkeypatch.setattr(sys.modules["pypto.kernel"], "MAX_STATIC_VARIANTS", 2)
+    f = pypto.kernel(lambda x: x * 2.0)
+    for n in (3, 5, 7, 9):
+        x = rng.random((50, n), dtype=np.float32)
+        np.testing.assert_allclose(f(x), x * 2.0)
+    assert f.cache_info["static_variants"] <= 2
+
+
 def test_static_kernels_compile_per_shape(rng):
     k = pypto.kernel(lambda x: x * 2.0, dynamic=False)
     for n in (3, 4, 3):
         k(rng.random(n).astype(np.float32))
-    assert k.cache_info == {"signatures": 2, "traces": 2, "compiled": 2}
+    assert k.cache_info == {"signatures": 2, "traces": 2, "compiled": 2, "static_variants": 0}
 
 
 def test_schedule_edit_run_same_result(mats):
