@@ -117,7 +117,9 @@ TEST_CASE("online_softmax matches float64: causal and not, ragged blocks, odd si
     int64_t h, lq, lk, d;
   };
   for (const Case& c : {Case{0, 1, 1, 1}, Case{2, 7, 13, 5}, Case{1, 33, 70, 17},
-                        Case{3, 100, 100, 64}, Case{0, 130, 61, 32}, Case{2, 64, 64, 128}}) {
+                        Case{3, 100, 100, 64}, Case{0, 130, 61, 32}, Case{2, 64, 64, 128},
+                        // P V tiles of 5 vectors (80), past D (72: a padded V), of 3 (96)
+                        Case{2, 40, 50, 80}, Case{1, 20, 33, 72}, Case{1, 9, 9, 96}}) {
     for (const bool causal : {false, true}) {
       const Program p = attention(Dim(c.h), Dim(c.lq), Dim(c.lk), Dim(c.d), causal);
       for (const auto& [rows, keys] :
