@@ -13,18 +13,30 @@ std::map<std::string, int64_t> full_speed_extents(const Program& p, const Schedu
   };
   for (const Stage& st : p.stages()) {
     const StageSchedule* ss = s.find(st.name);
-    // Stages computed inside another's loops follow that stage's tiles; a
-    // fused online softmax splits its symbolic keys at run time.
-    if (!ss || ss->compute.kind != Placement::Kind::Root || ss->device != "cpu" ||
-        ss->online_softmax)
-      continue;
-    for (const auto& [k, n] : directives::specialize_bounds(st, ss->loops))
-      at_least(st.shape[k], n);
+    // A fused online softmax splits its symbolic keys at run time.
+    if (!ss || ss->device != "cpu" || ss->online_softmax) continue;
     // Lanes of partials (or chunks) along a symbolic reduction: a shorter one
     // leaves lanes empty, unless the stage has a version for short ones.
     if (const auto& rf = ss->rfactor; rf && !rf->short_below)
       for (const RVar& r : st.rvars)
         if (r.name == rf->rvar) at_least(r.extent, rf->factor);
+    if (ss->compute.kind == Placement::Kind::Root) {
+      for (const auto& [k, n] : directives::specialize_bounds(st, ss->loops))
+        at_least(st.shape[k], n);
+      continue;
+    }
+    // A stage computed inside another's loops spans, along a dim its host
+    // does not tile (a softmax's exp row, computed per row), the whole
+    // symbolic extent; inside a tile (a register tile's accumulators) it
+    // spans the tile.
+    const Stage* host =
+        ss->compute.kind == Placement::Kind::At ? p.find_stage(ss->compute.stage) : nullptr;
+    const StageSchedule* hs = host ? s.find(host->name) : nullptr;
+    if (!host || !hs || ss->loops.vectorize.empty()) continue;
+    for (size_t k = 0; k < st.vars.size(); ++k)
+      if (st.vars[k] == ss->loops.vectorize && !hs->loops.tile.count(st.vars[k]) &&
+          std::find(host->vars.begin(), host->vars.end(), st.vars[k]) != host->vars.end())
+        at_least(st.shape[k], ss->loops.vector_width);
   }
   return need;
 }

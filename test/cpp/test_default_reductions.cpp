@@ -257,6 +257,55 @@ TEST_CASE("default reductions: softmax over long, prime and symbolic rows",
   }
 }
 
+TEST_CASE("default row-wise: rows shorter than 2 vectors reduce a vector of rows per step",
+          "[defaults][reduction]") {
+  const int lanes = host_target().vector_lanes(DType::F32);
+  // Row counts that are and are not multiples of the lanes, a row count below
+  // them (per-row lanes then), lengths 1 to just under 2 vectors.
+  const std::vector<std::vector<int64_t>> shapes = {{12245, 22}, {17, 31}, {16, 16}, {33, 5}, {40, 1},
+                                                    {7, 20}, {100, 2 * lanes - 1}};
+  for (const auto& [name, f] : std::vector<std::pair<std::string, Build>>{
+           {"softmax", [](const Tensor& x) { return ops::softmax(x, -1); }},
+           {"log_softmax", [](const Tensor& x) { return ops::log_softmax(x, -1); }}}) {
+    INFO(name);
+    CHECK(worst(f, shapes, false, 1e-5, 1e-7, false) <= 1.0);
+  }
+  // layer_norm's gamma and beta need a static row: static shapes only.
+  for (const auto& shape : shapes) {
+    Program p("ln");
+    const int64_t c = shape[1];
+    p.output(ops::layer_norm(p.input("X", {shape[0], c}), p.input("G", {c}), p.input("B", {c}), 1e-5, "y"));
+    const Kernel k(p, default_schedule(p, host_target()), host_target());
+    std::mt19937 rng(5);
+    const std::map<std::string, HostTensor> in = {
+        {"X", random_tensor(shape, rng, -4, 4)}, {"G", random_tensor({c}, rng)}, {"B", random_tensor({c}, rng)}};
+    INFO("layer_norm " << shape[0] << "x" << c);
+    CHECK(tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("y"), 1e-4, 1e-5) <= 1.0);
+  }
+  // The statistics of [12245, 22] and of a symbolic row count: per block of
+  // `lanes` rows, vectorized across them, the reduction outside.
+  for (const Dim rows : {Dim(12245), Dim::symbol("R")}) {
+    Program p("short");
+    p.output(ops::softmax(p.input("X", {rows, Dim(22)}), -1, "y"));
+    const Schedule s = default_schedule(p, host_target());
+    for (const auto& [n, ss] : s.stages) {
+      INFO(n);
+      if (!p.stage(n).reduce) continue;
+      CHECK_FALSE(ss.rfactor);
+      REQUIRE(ss.update);
+      CHECK(ss.update->vectorize == p.stage(n).vars.back());
+      CHECK(ss.update->order.front() == p.stage(n).rvars.back().name);
+    }
+    const Kernel k(p, s, host_target());
+    std::mt19937 rng(8);
+    for (const int64_t n : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{1001}}) {
+      const std::map<std::string, HostTensor> in = {{"X", random_tensor({rows.is_symbolic() ? n : 12245, 22}, rng, -4, 4)}};
+      CHECK(tolerance_ratio(run_f32(k, in)[0], interpret(k.program(), in).at("y"), 1e-5, 1e-7) <= 1.0);
+      if (!rows.is_symbolic()) break;
+    }
+  }
+}
+
 TEST_CASE("rfactor: guarded tails and chunks across cores validate, round-trip and explain",
           "[rfactor][defaults]") {
   Program p("rowred");
