@@ -22,8 +22,14 @@ std::vector<std::string> cache_pure_loops(const Stage& st, const StageSchedule& 
 std::vector<std::string> cache_loops(const Stage& st, const StageSchedule& ss) {
   std::vector<std::string> r = cache_pure_loops(st, ss);
   if (st.reduce) {
-    const LoopSchedule none;
-    for (const Loop& l : loop_nest(st, ss.update ? *ss.update : none, true)) r.push_back(l.name);
+    // Lanes of partials (rfactor, per point) run the update in the pure
+    // loops' tiles (RFactor.cpp): a copy can be made per such tile.
+    LoopSchedule up;
+    if (ss.update)
+      up = *ss.update;
+    else if (ss.rfactor && !ss.rfactor->parallel && ss.accumulator_at.empty())
+      up.tile = ss.loops.tile;
+    for (const Loop& l : loop_nest(st, up, true)) r.push_back(l.name);
   }
   return r;
 }
@@ -97,52 +103,14 @@ struct CacheDirective : Directive {
   }
 
   // Packed copies: Halide's in() wrapper of the tensor, used only by the
-  // Func that reads it (the accumulator's when there is one), computed at
-  // the loop and vectorized along its contiguous dim.
+  // Func that reads it (the accumulator's when there is one). Where rfactor
+  // moves the update into an intermediate, rfactor makes them (apply_caches).
   void apply(ApplyContext& c) const override {
     const Stage& st = c.stage();
     const StageSchedule& ss = c.schedule();
-    if (ss.cache.empty()) return;
-    Halide::Func f = c.func();
+    if (ss.cache.empty() || (st.reduce && ss.rfactor && !c.helper())) return;
     const auto h = c.helper();
-    const Halide::Func reader = st.reduce && h ? *h : f;
-    const auto pure = cache_pure_loops(st, ss);
-    for (const CacheRead& cr : ss.cache) {
-      std::optional<Halide::ImageParam> in = c.input(cr.tensor);
-      Halide::Func w = in ? in->in(reader) : c.stage_func(cr.tensor).in(reader);
-      // Validation put the loop among the pure loops down to the accumulator tile or the update's
-      // loops.
-      const bool in_update =
-          st.reduce && std::find(pure.begin(), pure.end(), cr.loop) == pure.end();
-      if (in_update)
-        w.compute_at(
-            Halide::LoopLevel(reader, Halide::VarOrRVar(cr.loop, is_reduction_loop(st, cr.loop))));
-      else
-        w.compute_at(f, Halide::Var(cr.loop));
-      const DType dt = c.program().tensor(cr.tensor).dtype;
-      const int lanes = c.target().vector_lanes(dt == DType::Bool ? DType::U8 : dt);
-      // Halide's dim 0 is the tensor's last axis; a transposed copy stores dim 1 innermost.
-      std::vector<Halide::Var> args = w.args();
-      if (cr.transpose && args.size() >= 2) {
-        std::vector<Halide::Var> order = args;
-        std::swap(order[0], order[1]);
-        w.reorder_storage(order);
-        w.reorder(std::vector<Halide::VarOrRVar>(order.begin(), order.end()));
-        std::swap(args[0], args[1]);
-      }
-      if (cr.transpose && args.size() >= 2 && lanes > 1) {
-        // Transpose lanes x lanes blocks in registers: contiguous loads along
-        // the source rows, shuffles, contiguous stores. A strided gather per
-        // vector was 2x slower overall on x @ W^T with K = 3072 (6.3 -> 3.4 ms
-        // per core, 128 x 3072 x 768).
-        Halide::Var ko("__tk"), ki("__tki"), oo("__to"), oi("__toi");
-        w.tile(args[0], args[1], oo, ko, oi, ki, lanes, lanes, Halide::TailStrategy::GuardWithIf)
-            .vectorize(oi)
-            .unroll(ki);
-      } else if (lanes > 1 && !args.empty()) {
-        w.vectorize(args[0], lanes, Halide::TailStrategy::GuardWithIf);
-      }
-    }
+    apply_caches(c, st.reduce && h ? *h : c.func());
   }
 
   std::vector<std::string> explain_loop(const Stage& st, const StageSchedule& ss,
@@ -171,6 +139,50 @@ struct CacheDirective : Directive {
 };
 
 }  // namespace
+
+void apply_caches(ApplyContext& c, Halide::Func reader) {
+  const Stage& st = c.stage();
+  const StageSchedule& ss = c.schedule();
+  Halide::Func f = c.func();
+  const auto pure = cache_pure_loops(st, ss);
+  for (const CacheRead& cr : ss.cache) {
+    std::optional<Halide::ImageParam> in = c.input(cr.tensor);
+    Halide::Func w = in ? in->in(reader) : c.stage_func(cr.tensor).in(reader);
+    // Validation put the loop among the pure loops down to the accumulator
+    // tile or the update's loops (an rfactor's: the pure tiles, of f's update).
+    const bool in_update = st.reduce && std::find(pure.begin(), pure.end(), cr.loop) == pure.end();
+    if (in_update) {
+      const Halide::Func at = ss.rfactor && !c.helper() ? f : reader;
+      w.compute_at(
+          Halide::LoopLevel(at, Halide::VarOrRVar(cr.loop, is_reduction_loop(st, cr.loop))));
+    } else {
+      w.compute_at(f, Halide::Var(cr.loop));
+    }
+    const DType dt = c.program().tensor(cr.tensor).dtype;
+    const int lanes = c.target().vector_lanes(dt == DType::Bool ? DType::U8 : dt);
+    // Halide's dim 0 is the tensor's last axis; a transposed copy stores dim 1 innermost.
+    std::vector<Halide::Var> args = w.args();
+    if (cr.transpose && args.size() >= 2) {
+      std::vector<Halide::Var> order = args;
+      std::swap(order[0], order[1]);
+      w.reorder_storage(order);
+      w.reorder(std::vector<Halide::VarOrRVar>(order.begin(), order.end()));
+      std::swap(args[0], args[1]);
+    }
+    if (cr.transpose && args.size() >= 2 && lanes > 1) {
+      // Transpose lanes x lanes blocks in registers: contiguous loads along
+      // the source rows, shuffles, contiguous stores. A strided gather per
+      // vector was 2x slower overall on x @ W^T with K = 3072 (6.3 -> 3.4 ms
+      // per core, 128 x 3072 x 768).
+      Halide::Var ko("__tk"), ki("__tki"), oo("__to"), oi("__toi");
+      w.tile(args[0], args[1], oo, ko, oi, ki, lanes, lanes, Halide::TailStrategy::GuardWithIf)
+          .vectorize(oi)
+          .unroll(ki);
+    } else if (lanes > 1 && !args.empty()) {
+      w.vectorize(args[0], lanes, Halide::TailStrategy::GuardWithIf);
+    }
+  }
+}
 
 const Directive& cache_directive() {
   return instance<CacheDirective>();

@@ -4,6 +4,7 @@
 
 #include "dsl/Error.h"
 #include "schedules/LoopNest.h"
+#include "schedules/directives/Cache.h"
 #include "schedules/directives/DotPairs.h"
 #include "schedules/directives/Json.h"
 #include "schedules/directives/Loops.h"
@@ -165,7 +166,15 @@ struct RFactorDirective : Directive {
     // With short_below the update directives schedule the short version only.
     if (ss.update && !ss.rfactor->short_below) conflict("\"update\" directives");
     if (!ss.accumulator_at.empty()) conflict("accumulator_at");
-    if (!ss.cache.empty()) conflict("cache");
+    // A copy per tile of the pure loops (which the update keeps, outside the
+    // intermediate computed per point) is fine; one inside the update is not.
+    for (const CacheRead& cr : ss.cache) {
+      bool pure_tile = false;
+      if (!ss.rfactor->parallel)
+        for (const Loop& l : loop_nest(c.stage, update_pure_loops(ss.loops), true))
+          pure_tile |= l.name == cr.loop && !l.reduction && l.name != l.dim;
+      if (!pure_tile) conflict("cache inside the update's loops");
+    }
     if (!ss.pipeline.prefetch.empty()) conflict("prefetch");
     if (ss.device != "cpu")
       throw ScheduleError(where + " runs on the CPU only; device is '" + ss.device + "'");
@@ -226,6 +235,7 @@ struct RFactorDirective : Directive {
     }
     up.split(r, ro, ri, rf.factor, Halide::TailStrategy::GuardWithIf);
     Halide::Func intm = up.rfactor(ri, lane);
+    if (!c.helper()) apply_caches(c, intm);  // the intermediate reads the operands now
     const LoopSchedule pure = update_pure_loops(ss.loops);
     if (st.vars.empty())
       intm.compute_at(red, Halide::Var::outermost());
@@ -253,7 +263,8 @@ struct RFactorDirective : Directive {
   static void serial_init(Halide::Func red) {
     const auto serial = [](Halide::Internal::Definition& d) {
       for (Halide::Internal::Dim& dim : d.schedule().dims())
-        if (dim.for_type == Halide::Internal::ForType::Parallel) dim.for_type = Halide::Internal::ForType::Serial;
+        if (dim.for_type == Halide::Internal::ForType::Parallel)
+          dim.for_type = Halide::Internal::ForType::Serial;
     };
     Halide::Internal::Definition& init = red.function().definition();
     serial(init);

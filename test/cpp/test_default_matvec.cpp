@@ -105,3 +105,32 @@ TEST_CASE("default matrix-vector matches float64 at odd, prime, size-1 and symbo
     }
   }
 }
+
+TEST_CASE("default few-column contractions: rows streamed, W packed transposed once per core",
+          "[defaults][matvec]") {
+  if (host_target().cores < 2) return;
+  const int lanes = host_target().vector_lanes(DType::F32);
+  std::mt19937 rng(13);
+  const std::vector<std::array<int64_t, 3>> sizes = {{1806, 6056, 7}, {70, 2325, 5}, {33, 101, 2},
+                                                     {257, 129, lanes - 1}, {1000, 97, 3}};
+  for (const auto& [m, k, n] : sizes) {
+    INFO(m << "x" << k << "x" << n);
+    Program p("mm");
+    p.output(ops::matmul(p.input("A", {m, k}), p.input("W", {k, n}), "mv"));
+    const Schedule s = default_schedule(p, host_target());
+    const StageSchedule& ms = s.stages.at("mv");
+    REQUIRE(ms.rfactor);
+    REQUIRE(ms.cache.size() == 1);
+    CHECK(ms.cache[0].tensor == "W");
+    CHECK(ms.cache[0].transpose);
+    CHECK(ms.loops.parallel == std::vector<std::string>{"i_o"});
+    const Kernel kern(p, s, host_target());
+    const std::map<std::string, HostTensor> in = {{"A", small_integers({m, k}, rng)},
+                                                  {"W", small_integers({k, n}, rng)}};
+    CHECK(tolerance_ratio(run_f32(kern, in)[0], interpret(p, in).at("mv"), 0, 1e-9) <= 1.0);
+  }
+  // A vector's width of columns is a register tile's.
+  Program p("mm");
+  p.output(ops::matmul(p.input("A", {500, 300}), p.input("W", {300, lanes}), "mv"));
+  CHECK_FALSE(default_schedule(p, host_target()).stages.at("mv").rfactor);
+}

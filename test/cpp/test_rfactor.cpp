@@ -161,6 +161,21 @@ TEST_CASE("rfactor: validation errors name the stage, the value and what is vali
   s = with_rfactor("r", "j", 16);
   s["r"].cache = {{"X", "i", false}};
   fails(s, "cannot be combined with cache");
+  // A copy per tile of the pure loops, outside the intermediate, is fine.
+  s = with_rfactor("r", "j", 16);
+  s["r"].loops.tile["i"] = {2};
+  s["r"].cache = {{"X", "i_o", true}};
+  CHECK_NOTHROW(validate(p, s, &t));
+  {
+    std::mt19937 rng(4);
+    std::map<std::string, HostTensor> in;
+    for (const auto& i : p.inputs()) {
+      std::vector<int64_t> shape;
+      for (const Dim& d : i.shape) shape.push_back(d.value);
+      in[i.name] = small_integers(shape, rng);
+    }
+    CHECK(check(p, s, in, 0, 1e-9) <= 1.0);
+  }
 
   // argmax returns an index: not associative in Halide's sense.
   Program pa("arg");
