@@ -54,7 +54,7 @@ std::pair<size_t, size_t> tile_dims(const Stage& st) {
 // [4, 4096] @ [4096, 4096]: 4 x 6 2.3 ms, 2 x 12 (two row tiles) 3.6, 4 x 4
 // 4.6.
 std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t,
-                          LoopSchedule& ls, int64_t streamed) {
+                          LoopSchedule& ls, const TileOperands& ops) {
   const int lanes = t.vector_lanes(DType::F32);
   const std::string row = e.vars[rc.first], col = e.vars[rc.second];
   const int64_t rows = static_extent(e.shape[rc.first]), cols = static_extent(e.shape[rc.second]);
@@ -96,11 +96,10 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
     const int64_t cores = std::max(t.cores, 1);
     double best = -1;
     for (const auto& [r, v] : tiles) {
-      const RegisterTileCost c =
-          register_tile_cost(rows, cols, r, v, lanes, cores, outer_parallel.has_value(),
-                             streamed < 0 || streamed > t.l2_bytes);
-      if (best < 0 || c.cycles_per_step <= best) {
-        best = c.cycles_per_step;
+      const RegisterTileCost c = register_tile_cost(rows, cols, r, v, lanes, cores,
+                                                    outer_parallel.has_value(), ops, t.l2_bytes);
+      if (best < 0 || c.cycles <= best) {
+        best = c.cycles;
         tr = r;
         tc = v * lanes;
         rows_parallel = c.rows_parallel;
@@ -126,29 +125,37 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   return outer_loop(row);
 }
 
-// The reduction-step cycles of the busiest core for an r x v register tile
-// (v vectors of `lanes`) over a rows x cols output (-1: symbolic, counted as
-// one tile), the last tile of each dim shifted inwards over work already done.
-// A step issues r x v FMAs on the 2 FMA pipes of an x86 core and r + v loads on
-// its 2 load ports, and takes at least the FMA latency (4 cycles). Where the
-// operand the column tiles stream (one row piece of it per step) outgrows the
-// L2, the first row tile of each column tile fetches each piece from L3 or
-// memory, a latency that a step hides only behind its own work: at least
-// kStreamedStepCycles a step (fitted to the one-row tiles above: 1 x 8 took 3x
-// as long as 1 x 24 per column; 4 x 4 2x as long as 4 x 6). The tiles are shared
-// by the cores over the column tiles, or, where there are fewer column tiles
-// than cores, over the row tiles if that leaves the busiest core fewer (the row
-// tiles run inside each column tile, so sharing them forks once per column
-// tile, after its panel is packed: a 23-channel 5x5 convolution over 103
-// column tiles took 9.8 ms with its rows shared, 4.0 with its columns); under
-// an outer parallel dim every iteration runs all.
+// The cycles of the busiest core for an r x v register tile (v vectors of
+// `lanes`) over a rows x cols output (-1: symbolic, counted as one tile), the
+// last tile of each dim shifted inwards over work already done. A reduction
+// step issues r x v FMAs on the 2 FMA pipes of an x86 core and r + v loads on
+// its 2 load ports, and takes at least the FMA latency (4 cycles). Each tile
+// also zeroes, and stores, its accumulators and enters its loops: about 64 + r
+// x v cycles, which matter where the reduction is short ([994, 15] @ [15,
+// 194]: 12 x 1 vectors, fewer columns computed, 0.037 ms; 6 x 4 0.029; equal
+// at K = 64). Where the operand the column tiles stream (one row piece of it
+// per step) outgrows the L2, the first row tile of each column tile fetches
+// each piece from L3 or memory, a latency that a step hides only behind its
+// own work: at least kStreamedStepCycles a step (fitted to the one-row tiles
+// above: 1 x 8 took 3x as long as 1 x 24 per column; 4 x 4 2x as long as 4 x
+// 6). The tiles are shared by the cores over the column tiles, or, where there
+// are fewer column tiles than cores, over the row tiles if that leaves the
+// busiest core fewer (the row tiles run inside each column tile, so sharing
+// them forks once per column tile, after its panel is packed: a 23-channel 5x5
+// convolution over 103 column tiles took 9.8 ms with its rows shared, 4.0 with
+// its columns); under an outer parallel dim every iteration runs all.
 RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64_t v, int64_t lanes,
-                                    int64_t cores, bool outer_parallel, bool streamed) {
-  constexpr double kStreamedStepCycles = 24;
+                                    int64_t cores, bool outer_parallel, const TileOperands& ops,
+                                    int64_t l2_bytes) {
+  constexpr double kStreamedStepCycles = 24, kTileCycles = 64;
+  // A symbolic or unknown reduction counts as long: the tile overhead vanishes.
+  constexpr int64_t kLongReduction = 1 << 20;
   const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   const double step =
       std::max({static_cast<double>(r * v) / 2, static_cast<double>(r + v) / 2, 4.0});
+  const bool streamed = ops.streamed < 0 || ops.streamed > l2_bytes;
   const double first = streamed ? std::max(step, kStreamedStepCycles) : step;
+  const double steps = static_cast<double>(ops.steps > 0 ? ops.steps : kLongReduction);
   const int64_t row_tiles = rows > 0 ? ceil_div(rows, r) : 1;
   const int64_t col_tiles = cols > 0 ? ceil_div(cols, v * lanes) : 1;
   RegisterTileCost c;
@@ -160,9 +167,26 @@ RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64
     (c.rows_parallel ? rows_busiest : cols_busiest) =
         ceil_div(c.rows_parallel ? row_tiles : col_tiles, cores);
   }
-  c.cycles_per_step =
-      static_cast<double>(cols_busiest) * (first + static_cast<double>(rows_busiest - 1) * step);
+  const double tile = steps * step + kTileCycles + static_cast<double>(r * v);
+  c.cycles = static_cast<double>(cols_busiest) *
+             (static_cast<double>(rows_busiest) * tile + steps * (first - step));
   return c;
+}
+
+// What the register tile of contraction `mm` streams and for how long.
+TileOperands tile_operands(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc) {
+  TileOperands ops;
+  ops.streamed = streamed_bytes(p, mm, rc);
+  ops.steps = 1;
+  for (const RVar& r : mm.rvars) {
+    const int64_t e = static_extent(r.extent);
+    if (e < 0) {
+      ops.steps = -1;
+      break;
+    }
+    ops.steps *= e;
+  }
+  return ops;
 }
 
 // The bytes of the operands that `mm` reads without its row var (B of A @ B):
@@ -348,7 +372,7 @@ void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e
   StageSchedule& es = s[e.name];
   const std::string at = channels_last_conv(mm)
                              ? channels_last_tile(e, t, es.loops, max_tile_pixels(p, mm))
-                             : register_tile(e, rc, t, es.loops, streamed_bytes(p, mm, rc));
+                             : register_tile(e, rc, t, es.loops, tile_operands(p, mm, rc));
   StageSchedule& ms = s[mm.name];
   ms.compute = {Placement::Kind::At, e.name, at};
   ms.loops.vectorize = mm.vars[rc.second];
@@ -371,7 +395,7 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   }
   ms.accumulator_at = channels_last_conv(mm)
                           ? channels_last_tile(mm, t, ms.loops, max_tile_pixels(p, mm))
-                          : register_tile(mm, rc, t, ms.loops, streamed_bytes(p, mm, rc));
+                          : register_tile(mm, rc, t, ms.loops, tile_operands(p, mm, rc));
   ms.specialize = specialized_tile(mm, ms.loops);
   ms.update = micro_kernel(mm, rc, t, static_tile(mm, rc));
   if (ms.specialize) unroll_by_tile(mm, rc, ms.loops, t, *ms.update);
@@ -450,7 +474,8 @@ bool matrix_vector(const Program& p, const Stage& st, const Target& t, Schedule&
     const std::string &row, &k;
     int streams = 0, strided = 0;
     std::set<std::string> transpose;  // per-column operands read down their columns
-    Operands(const Program& pp, const std::string& r, const std::string& kk) : p(pp), row(r), k(kk) {}
+    Operands(const Program& pp, const std::string& r, const std::string& kk)
+        : p(pp), row(r), k(kk) {}
     void visit_access(const AccessNode& n) override {
       IRVisitor::visit_access(n);
       const auto is = [](const Expr& a, const std::string& name) {
@@ -462,7 +487,8 @@ bool matrix_vector(const Program& p, const Stage& st, const Target& t, Schedule&
       size_t inner = n.args.size();
       while (inner > 0 && sh.size() == n.args.size() && static_extent(sh[inner - 1]) == 1) --inner;
       if (inner == 0) return;
-      const bool per_row = std::any_of(n.args.begin(), n.args.end(), [&](const Expr& a) { return is(a, row); });
+      const bool per_row =
+          std::any_of(n.args.begin(), n.args.end(), [&](const Expr& a) { return is(a, row); });
       const bool along_k = is(n.args[inner - 1], k);
       if (per_row) {
         (along_k ? streams : strided) += 1;

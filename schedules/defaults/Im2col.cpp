@@ -123,8 +123,10 @@ bool balance_columns(const Stage& g, const Target& t, Gemm& gm) {
   if (rows < 0 || pixels < 0 || lanes < 1) return false;
   const auto tiles = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile; };
   int64_t best_r = 0, best_v = 0, best_cost = -1;
+  // The heights measured here (the contraction rule's 12-row tiles, for
+  // outputs too narrow for wider ones, were not), or fewer rows than those.
   for (const int64_t r : {rt->second[0], int64_t{6}, int64_t{8}}) {
-    if (r < 1 || r > rows) continue;
+    if (r < 1 || r > rows || r > 8) continue;
     const int64_t v = std::min<int64_t>({4, (regs - 1) / (r + 1), pixels / lanes});
     if (v < 1) continue;
     const int64_t w = v * lanes;

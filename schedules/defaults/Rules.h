@@ -48,18 +48,26 @@ void interleave_transcendentals(const Program& p, const Target& t, Schedule& s);
 
 // Contraction.cpp
 std::pair<size_t, size_t> tile_dims(const Stage& st);  // (rows, columns) of the register tile
-// `streamed`: the bytes of the operand the column tiles stream (streamed_bytes; -1 symbolic, 0 unknown).
+// What a contraction's register tile streams (the bytes of the operand its
+// column tiles read, -1 symbolic, 0 unknown) and its reduction steps per tile
+// (-1 symbolic or unknown).
+struct TileOperands {
+  int64_t streamed = 0;
+  int64_t steps = -1;
+};
+TileOperands tile_operands(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc);
 std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls,
-                          int64_t streamed = 0);
+                          const TileOperands& ops = {});
 int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc);
-// The busiest core's cycles per reduction step for an r x v-vector register
-// tile over a rows x cols output, and whether its row tiles are the parallel loop.
+// The busiest core's cycles for an r x v-vector register tile over a rows x
+// cols output, and whether its row tiles are the parallel loop.
 struct RegisterTileCost {
-  double cycles_per_step = 0;
+  double cycles = 0;
   bool rows_parallel = false;
 };
 RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64_t v, int64_t lanes,
-                                    int64_t cores, bool outer_parallel, bool streamed);
+                                    int64_t cores, bool outer_parallel, const TileOperands& ops,
+                                    int64_t l2_bytes);
 LoopSchedule micro_kernel(const Stage& mm, std::pair<size_t, size_t> rc, const Target& t, bool const_tile);
 bool static_tile(const Stage& st, std::pair<size_t, size_t> rc);
 bool specialized_tile(const Stage& st, const LoopSchedule& ls);  // a specialize directive pays
