@@ -133,9 +133,11 @@ def run_workload(w: Workload, args: argparse.Namespace, threads: int) -> tuple[l
     for _ in range(args.rounds):
         for impl, (kind, f) in impls.items():
             # ONNX Runtime's and OpenBLAS's worker threads spin for a while after
-            # a call returns; on 2 cores that spinning would be charged to the
-            # implementation timed next, so let them go idle first.
-            time.sleep(0.05)
+            # a call returns (OpenBLAS: 2^28 cycles, ~0.1 s); on 2 cores that
+            # spinning would be charged to the implementation timed next, so let
+            # them go idle first. With 0.05 s, the static kernel timed after
+            # numpy's sgemm ran 1.7x the same kernel timed after another PTO one.
+            time.sleep(args.settle)
             if kind == "pto":
                 t = f.time(*arrays, min_seconds=args.min_seconds)
                 samples[impl].append((t.median_ms, t.min_ms, t.max_ms))
@@ -192,6 +194,8 @@ def main() -> int:
     ap.add_argument("--only", default="", help="comma-separated workload names (substrings)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--min-seconds", type=float, default=0.2)
+    ap.add_argument("--settle", type=float, default=0.3,
+                    help="seconds between implementations, for the peers' spinning threads to go idle")
     ap.add_argument("--list", action="store_true", help="print the workloads and exit")
     ap.add_argument("--heldout", action="store_true",
                     help="the held-out shapes instead (workloads.HELDOUT: sizes no rule was measured on)")
