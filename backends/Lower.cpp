@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "backends/Exp.h"
 #include "backends/OnlineSoftmax.h"
 #include "dsl/IRVisitor.h"
 #include "schedules/LoopNest.h"
@@ -103,7 +104,9 @@ class ExprLowering : public IRVisitor {
       case UnOp::Neg: result_ = -a; break;
       case UnOp::Not: result_ = !a; break;
       case UnOp::Abs: result_ = Halide::cast(a.type(), Halide::abs(a)); break;
-      case UnOp::Exp: result_ = math([](auto x) { return Halide::exp(x); }); break;
+      case UnOp::Exp:
+        result_ = math([](auto x) { return x.type() == Halide::Float(32) ? exp_f32(x) : Halide::exp(x); });
+        break;
       case UnOp::Log: result_ = math([](auto x) { return Halide::log(x); }); break;
       case UnOp::Sqrt: result_ = math([](auto x) { return Halide::sqrt(x); }); break;
       case UnOp::Sin: result_ = math([](auto x) { return Halide::sin(x); }); break;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "backends/Exp.h"
 #include "dsl/Error.h"
 #include "dsl/IRVisitor.h"
 #include "schedules/directives/OnlineSoftmax.h"
@@ -71,32 +72,6 @@ bool reads_unsafe(const pto::Expr& e, const std::set<std::string>& safe, const s
   } f(safe, v);
   f.visit(e);
   return f.found;
-}
-
-// exp(x) for the fused loop's arguments, x <= 0 (a score minus its row's
-// max, -inf where masked), in about 17 vector instructions where Halide's
-// exp takes 28 (a floor split into half vectors, an even/odd polynomial and
-// range checks for positive x): x = n ln2 + r with n = round(x / ln2) by the
-// float rounding of adding 1.5 * 2^23 (no floor), e^r by Cephes' expf
-// polynomial (relative error 2e-7 on |r| <= ln2 / 2), scaled by 2^n in the
-// exponent bits. r is x - n ln2 in one FMA (Halide folds Cody and Waite's
-// two parts of ln2 into one): n ulp(ln2), at most 2e-7 relative at n = -126.
-// Below -87 (and at -inf) it is 0, so that e^r 2^n stays a normal number;
-// NaN stays NaN. The exp pass was 13% of 12 heads x 384 x 64 attention with
-// Halide's exp, 9% with this one (Halide's profiler, one thread).
-HExpr exp_nonpositive(const HExpr& x) {
-  using Halide::reinterpret;
-  const HExpr magic = f32(12582912.0);  // 1.5 * 2^23: adding it rounds to an integer
-  const HExpr n = reinterpret(Halide::Int(32), x * f32(1.44269504088896341) + magic) -
-                  reinterpret(Halide::Int(32), magic);
-  const HExpr r = x - Halide::cast(Halide::Float(32), n) * f32(0.693147180559945309);
-  HExpr y = f32(1.9875691500e-4);
-  for (const double c :
-       {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
-    y = y * r + f32(c);
-  y = y * (r * r) + r + f32(1);
-  const HExpr scaled = reinterpret(Halide::Float(32), reinterpret(Halide::Int(32), y) + (n << 23));
-  return Halide::select(x < f32(-87), f32(0), scaled);
 }
 
 // A register tile of the target: `cols` vectors across, as many rows as the
