@@ -275,6 +275,10 @@ Schedule default_schedule(const Program& p, const Target& t) {
   // Stencils: depthwise / grouped convolutions and pooling (Window.cpp).
   for (const Stage& st : p.stages())
     if (window_stage(p, st, t)) window(p, st, t, s);
+  // Contractions over a softmax whose scores outgrow L2: one fused loop. Before
+  // the row-wise rule, which would otherwise place the softmax's producers and
+  // statistics at loops of stages the fused loop replaces.
+  online_softmax_attention(p, t, s);
   // Row-wise normalizations.
   for (const Stage& st : p.stages())
     if (st.kind == OpKind::Normalization && !st.reduce && s.find(st.name) &&
@@ -285,8 +289,6 @@ Schedule default_schedule(const Program& p, const Target& t) {
     if (st.reduce && s.find(st.name) && *s.find(st.name) == StageSchedule{} &&
         !hosts_placements(s, st.name))
       reduction(p, st, t, s);
-  // Contractions over a softmax whose scores outgrow L2: one fused loop.
-  online_softmax_attention(p, t, s);
   interleave_transcendentals(p, t, s);
   specialize_symbolic(p, s);
   apply_type_rules(p, t, s);

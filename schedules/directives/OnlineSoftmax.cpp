@@ -136,8 +136,14 @@ std::optional<SoftmaxContraction> softmax_contraction(const Program& p, const St
   if (e_reads.size() != 2) return no("softmax '" + pr.name + "': exp stage '" + sc.exp->name + "' is not exp(x - max)");
   sc.x = e_reads[0];
   sc.max = p.find_stage(e_reads[1]);
+  // Its statistics are read at the row's own indices (a softmax over another
+  // axis reads them at others: random program seed 3846, a softmax over axis
+  // 0 summed along axis 2, was fused as if along its axis).
+  const std::vector<std::string> row(pr.vars.begin(), pr.vars.end() - 1);
   if (!sc.max || sc.max->reduce != ReduceOp::Max || sc.max->vars.size() + 1 != pr.vars.size() ||
-      sc.sum->vars.size() + 1 != pr.vars.size())
+      sc.sum->vars.size() + 1 != pr.vars.size() ||
+      !read_at(sc.exp->value, sc.max->name, sc.max->shape, row) ||
+      !read_at(pr.value, sc.sum->name, sc.sum->shape, row))
     return no("softmax '" + pr.name + "' does not normalize over its last axis");
   for (const Stage* s : {sc.probs, sc.exp, sc.sum, sc.max})
     if (p.is_output(s->name)) return no("softmax stage '" + s->name + "' is an output");
