@@ -208,6 +208,20 @@ TEST_CASE("full-speed extents: the least sizes that hold every tile of the defau
   CHECK(full_speed_extents(q, default_schedule(q, t)).empty());
   Schedule plain;
   CHECK(full_speed_extents(p, plain).empty());
+  // A fused attention loop over symbolic lengths: sequences shorter than one
+  // block of query rows are below full speed.
+  {
+    Program a("attn");
+    const Dim h = Dim::symbol("H"), sq = Dim::symbol("S");
+    const Tensor q = a.input("Q", {h, sq, Dim(64)}), k = a.input("K", {h, sq, Dim(64)}),
+                 v = a.input("V", {h, sq, Dim(64)});
+    a.output(ops::scaled_dot_product_attention(q, k, v, Tensor(), true, 0.125, "o"));
+    const Schedule as = default_schedule(a, t);
+    REQUIRE(as.stages.at("o").online_softmax);
+    const auto an = full_speed_extents(a, as);
+    REQUIRE(an.count("S"));
+    CHECK(an.at("S") == std::min(as.stages.at("o").online_softmax->rows, as.stages.at("o").online_softmax->keys));
+  }
   // Lanes of partials along a symbolic row: rows shorter than the lanes are below full speed.
   Program r("rowsum");
   r.output(ops::reduce_sum(r.input("X", {Dim::symbol("R"), Dim::symbol("C")}), {1}, false, "s"));
