@@ -32,7 +32,9 @@ Halide::Expr exp_f32(const Halide::Expr& x) {
   // its exponent field (126) + 128 still encodes a finite float.
   const Halide::Expr big = f32(88.72283935546875);
   const Halide::Expr inf = f32(std::numeric_limits<double>::infinity());
-  return Halide::select(Halide::is_nan(x), x, Halide::select(x > big, inf, exp_nonpositive(x)));
+  // NaN by its bits (Halide's is_nan is a call per lane here, and x != x folds away).
+  const Halide::Expr bits = Halide::reinterpret(Halide::Int(32), x) & 0x7fffffff;
+  return Halide::select(bits > 0x7f800000, x, Halide::select(x > big, inf, exp_nonpositive(x)));
 }
 
 }  // namespace pto
