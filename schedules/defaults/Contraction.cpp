@@ -76,6 +76,11 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   int64_t tr = std::min<int64_t>(rows > 0 ? rows : 6, 6);
   int64_t tc = std::min<int64_t>(cols > 0 ? cols : max_vectors * lanes, max_vectors * lanes);
   bool rows_parallel = false;
+  // One row over a symbolic width: the one-row tile at the widest width the
+  // registers hold, as a static width that holds it takes (narrower widths
+  // run a static variant: FullSpeed.h). [1, 768] @ [768, N] at N = 3072: 4
+  // vectors 0.148 ms (a bench_suite run), 24 vectors 0.053.
+  if (cols < 0 && rows == 1 && lanes > 1) tc = t.vector_registers * 3 / 4 * lanes;
   if (tc >= lanes && cols > 0) {
     // Candidates in order: later ones win ties (a conv's 56-wide rows: one
     // 64-wide tile, not 48 + a shifted 48).
