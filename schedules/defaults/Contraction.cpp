@@ -435,8 +435,8 @@ namespace pto::defaults {
 // other's share of memory bandwidth (or by another process) leaves its
 // partner idle at the end. Measured (2-core Sapphire Rapids, quiet suite
 // run): Llama's [11008, 4096] @ x took 12.3 ms in two blocks, 10.0 ms in
-// 4-row blocks (the symbolic kernel's), numpy 9.1. Static and symbolic
-// extents get the same blocks; rows too few for two blocks per core, or too
+// 4-row blocks, numpy 9.1. A symbolic row count gets its blocks at run
+// time; rows too few for two blocks per core, or too
 // short for lanes of partials, are left to the reduction rule (Reduction.cpp),
 // which splits them across cores instead.
 //
@@ -538,7 +538,13 @@ bool matrix_vector(const Program& p, const Stage& st, const Target& t, Schedule&
     s.stages.erase(st.name);
     return false;
   }
-  if (rows > 1) {
+  if (m < 0) {
+    // A symbolic row count: the whole dim in parallel, in blocks sized at run
+    // time (Loops.cpp's run_time_block: up to 4 per core, of 2^16 elements of
+    // A each). Fixed blocks sized for a symbolic K of 4096 made 750 tasks of
+    // a [3000, 700] @ x, 2.1x the static kernel.
+    ss.loops.parallel = {v};
+  } else if (rows > 1) {
     ss.loops.tile[v] = {rows};
     ss.loops.parallel = {outer_loop(v)};
   } else {

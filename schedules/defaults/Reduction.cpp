@@ -31,11 +31,10 @@ namespace {
 // (the threshold parallel_vectorized uses: waking a thread ~ 2^14 adds).
 constexpr int64_t kMinParallelElements = int64_t{1} << 14;
 
-// Rows per parallel task when both the number of rows and their length are
-// symbolic: a trade between the pool's per-task cost (a task per short row
-// contends for its queue) and balance for few long rows (fewer than
-// kSymbolicRowBlock * cores rows leave cores idle; GPT-2's 8 vocabulary rows
-// still give each of 2 cores a block).
+// Rows per parallel task of the short-row version (a vector of rows per step)
+// of a reduction whose number of rows and length are both symbolic, before
+// lanes_of_rows grows it to whole vectors of rows; the long-row version's
+// blocks are sized at run time.
 constexpr int64_t kSymbolicRowBlock = 4;
 
 // Elements of a shape, with a symbolic one counted as large: symbolic sizes
@@ -129,14 +128,18 @@ LoopSchedule parallel_rows(const Stage& st, const Target& t) {
     for (size_t j = k + 1; j < st.vars.size(); ++j)
       inner = times(inner, std::max<int64_t>(1, static_extent(st.shape[j])));
     const int64_t per_row = times(steps, inner);
-    if (e < 0 && (per_row < kMinParallelElements || steps >= std::numeric_limits<int64_t>::max() / 4)) {
-      // Rows of a symbolic length run in blocks of kSymbolicRowBlock: one
-      // task per row of a dynamic global pool over [1, 2048, 7, 7] (2048
-      // tasks of 49 adds) ran 19x its static kernel.
-      const int64_t rows = per_row < kMinParallelElements ? (kMinParallelElements + per_row - 1) / per_row
-                                                          : kSymbolicRowBlock;
-      ls.tile[v] = {rows};
+    if (e < 0 && per_row < kMinParallelElements) {
+      // Short rows of a static length run in blocks of kMinParallelElements
+      // steps: one task per row of a dynamic global pool over [1, 2048, 7, 7]
+      // (2048 tasks of 49 adds) ran 19x its static kernel.
+      ls.tile[v] = {(kMinParallelElements + per_row - 1) / per_row};
       ls.parallel.push_back(outer_loop(v));
+    } else if (e < 0 && steps >= std::numeric_limits<int64_t>::max() / 4) {
+      // Rows of a symbolic length: the whole dim in parallel, which runs in
+      // blocks sized at run time from both extents (Loops.cpp's
+      // run_time_block); fixed blocks of 4 rows made 750 tasks of a
+      // [3000, 1000] row sum, 2.3x the static kernel.
+      ls.parallel.push_back(v);
     } else if (const int64_t chunk = parallel_chunk(e, 1, t); chunk > 0 && chunk < e) {
       ls.tile[v] = {chunk};
       ls.parallel.push_back(outer_loop(v));
@@ -265,6 +268,13 @@ void along_reduced(const Stage& st, const RVar& rv, const Target& t, bool output
     LoopSchedule up;
     up.tile = ss.loops.tile;
     up.parallel = ss.loops.parallel;
+    // The short version's update runs fixed blocks of rows, whole vectors of
+    // them (lanes_of_rows grows kSymbolicRowBlock to min_block).
+    for (size_t k = 0; k < st.vars.size(); ++k)
+      if (st.shape[k].is_symbolic() && up.parallel == std::vector<std::string>{st.vars[k]}) {
+        up.tile[st.vars[k]] = {kSymbolicRowBlock};
+        up.parallel = {outer_loop(st.vars[k])};
+      }
     const int64_t below = shortest_rfactor_row(st, t);
     if (lanes_of_rows(st, t, up, (kMinParallelElements + below - 1) / below)) {
       ss.rfactor->short_below = static_cast<int>(below);

@@ -251,7 +251,7 @@ struct RFactorDirective : Directive {
     // shuffles and vector ops (log2(factor) steps) instead of `factor`
     // dependent scalar ops, which dominated short rows (layer_norm: two
     // such combines per 768-wide row).
-    if (!pure.empty()) apply_loops(st, red.update(0), pure, true, false);
+    if (!pure.empty()) apply_loops(st, red.update(0), pure, true, false, false, c.helper() ? nullptr : &c);
     combine_lanes(red, extent, rf.factor, ri);
     serial_init(red);
   }
