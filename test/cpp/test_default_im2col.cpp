@@ -69,13 +69,13 @@ const Stage* find_op(const Program& p, const std::string& op) {
 TEST_CASE("dense channels-first convolutions as im2col + GEMM match float64",
           "[default][im2col][conv]") {
   const std::vector<Case> cases = {
-      {1, 5, 17, {13, 11}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true, false},  // dilated, padded
+      {1, 5, 33, {13, 11}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true, false},  // dilated, padded
                                                                              // (DeepLab)
-      {1, 7, 19, {23, 29}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true},   // stride 2 + ReLU
+      {1, 7, 35, {23, 29}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true},   // stride 2 + ReLU
                                                                              // (ResNet)
-      {2, 6, 32, {9, 7}, {2, 3}, {1, 2}, {0, 1}, {1, 2}, 2, false, true},    // 16 per group, mixed
-      {3, 3, 16, {5, 31}, {5, 1}, {1, 1}, {2, 0}, {1, 1}, 1, true, false, true},  // symbolic batch
-      {1, 4, 17, {1, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, true},  // 1x1 image, 3x3 padded
+      {2, 6, 64, {9, 7}, {2, 3}, {1, 2}, {0, 1}, {1, 2}, 2, false, true},    // 32 per group, mixed
+      {3, 3, 32, {5, 31}, {5, 1}, {1, 1}, {2, 0}, {1, 1}, 1, true, false, true},  // symbolic batch
+      {1, 4, 33, {1, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, true},  // 1x1 image, 3x3 padded
       {1, 3, 18, {5, 6, 7}, {3, 2, 3}, {1, 2, 1}, {1, 0, 1}, {1, 1, 2}, 1, true, true},  // 3-D
   };
   std::vector<Case> all;
@@ -92,17 +92,17 @@ TEST_CASE("dense channels-first convolutions as im2col + GEMM match float64",
   all.push_back({3, 1, 53, {157}, {7}, {3}, {1}, {1}, 1, true, true, true});
   // A copy beyond half the L2, made per column tile: 64 channels x 3x3 over
   // 29 x 31 pixels (2 MB), strided and dilated, symbolic batch.
-  all.push_back({1, 64, 19, {29, 31}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, false});
-  all.push_back({2, 48, 23, {59, 61}, {3, 3}, {2, 2}, {2, 2}, {2, 2}, 1, false, true, true});
+  all.push_back({1, 64, 35, {29, 31}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, false});
+  all.push_back({2, 48, 39, {59, 61}, {3, 3}, {2, 2}, {2, 2}, {2, 2}, 1, false, true, true});
   // A strided 3x3 at odd and prime sizes: 41 x 43 pixels (1763, odd: a
-  // shifted last tile at every width) from 81 x 85, 29 output channels, a
+  // shifted last tile at every width) from 81 x 85, 45 output channels, a
   // copy of K = 576 x 1763 (4 MB).
-  all.push_back({1, 64, 29, {81, 85}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true});
+  all.push_back({1, 64, 45, {81, 85}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, true});
   // The same made whole with its vectors along output rows (Im2col.cpp,
   // gather_free_copy): rows of 44 (4 lanes at 16, 8 or 4 lanes) over 41 rows,
   // and a dilated one with rows of 24 (8 lanes at 16), 2 images; with a
   // symbolic batch it is made per column tile instead.
-  all.push_back({1, 64, 29, {81, 87}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, false});
+  all.push_back({1, 64, 45, {81, 87}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, true, false});
   all.push_back({2, 96, 37, {23, 24}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true, true});
   all.push_back({2, 96, 37, {23, 24}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, 1, true, true, true});
   std::mt19937 rng(47);
@@ -155,6 +155,13 @@ TEST_CASE("convolutions that gain nothing from im2col keep the guarded-read stag
   CHECK(has_col(8, 32, 1, 1, 12));
   CHECK_FALSE(has_col(8, 8, 3, 8));   // depthwise: a stencil (Window.cpp)
   CHECK_FALSE(has_col(8, 8, 3, 1));   // fewer output channels than a vector share each copy
+  // 2-D k x k with groups of 16-31 output channels: the window tile
+  // (Window.cpp); 1x1 and 1-D ones keep the copy (their direct form is the
+  // guarded contraction tile).
+  CHECK_FALSE(has_col(64, 64, 3, 4));
+  CHECK_FALSE(has_col(8, 17, 3, 1));
+  CHECK(has_col(64, 64, 3, 2));
+  CHECK(has_col(8, 17, 1, 1, 12));
 }
 
 TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against the L2",

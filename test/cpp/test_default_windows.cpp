@@ -220,6 +220,10 @@ TEST_CASE(
       {2, 6, 9, 18, 10, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, true, true, false, true},  // dense,
                                                                                     // symbolic
                                                                                     // batch
+      // 16-31 output channels per group of a 2-D k x k: direct, not im2col
+      // (dsl/ops/Convolution.cpp): dense 8 -> 17, and 4 groups of 16 strided.
+      {1, 8, 12, 20, 17, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true},
+      {1, 32, 9, 13, 64, 3, 3, {2, 2}, {1, 1}, {1, 1}, 4, false, false},
   };
   const auto ts = targets();
   std::mt19937 rng(41);
@@ -230,8 +234,9 @@ TEST_CASE(
                  << (k.symbolic_batch ? " symbolic batch" : ""));
     const auto [p, in, want] = build_conv(k, rng);
     const Stage& w = window_of(p);
-    // 16 or more output channels per group: im2col + GEMM (test_default_im2col.cpp).
-    const bool window = k.o / k.groups < 6 || (!k.one_d && k.o / k.groups < 16);
+    // Otherwise im2col + GEMM (test_default_im2col.cpp).
+    const int64_t og = k.o / k.groups;
+    const bool window = og < 6 || (!k.one_d && (og < 16 || (og < 32 && k.kh * k.kw > 1)));
     for (const Target& t : ts) {
       INFO("target " << t.describe());
       const Schedule s = default_schedule(p, t);
