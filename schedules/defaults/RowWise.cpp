@@ -68,8 +68,8 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
   if (r < 2) return;
   std::string row = y.vars[r - 2];
   // The row loop; within its per-core block when parallel_vectorized tiled it
-  // (a symbolic row count runs one block per core too: CoreBlocks in
-  // directives/Loops.h, which keeps the row loop and its per-row stages).
+  // (a symbolic row count runs in blocks too, sized at run time: apply_loops
+  // in directives/Loops.h, which keeps the row loop and its per-row stages).
   if (const StageSchedule* ys = s.find(y.name); ys && ys->loops.tile.count(row)) row = inner_loop(row);
   const int lanes = t.vector_lanes(y.dtype);
   // A symbolic row is vectorized too, its tail guarded: scalar, a softmax

@@ -149,17 +149,18 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
 
 // The iterations of a parallel loop over whole symbolic dim `k` that one task
 // runs, computed at run time from the extents: one block per core as the
-// static rule's parallel_chunk, split finer, up to kTasksPerCore per core,
-// while each task keeps kFineTaskElements points (the dims inside `k`, and
-// for an update its reduction): with one block per core, a core slowed by its
-// partner's share of memory bandwidth (or by another process) leaves the
-// other idle at the end; with tasks of a few rows, the pool's per-task cost
-// (Halide takes each under a lock) dominates: a dynamic [3000, 1000] row sum
-// in 750 tasks of 4 rows ran 0.157 ms, in 8 blocks 0.075 (static kernel 0.068),
-// a [128, 12, 64] transpose in 6 tasks 1.6x its 2.
+// static rule's parallel_chunk, or 2 or 4 per core where each still holds
+// kFineTaskElements points (the dims inside `k`, and for an update its
+// reduction). With one block per core, a core slowed by its partner's share of
+// memory bandwidth (or by another process) leaves the other idle at the end;
+// with tasks of a few rows, the pool's per-task cost (Halide takes each under
+// a lock) dominates: a dynamic [3000, 1000] row sum in 750 tasks of 4 rows ran
+// 0.157 ms, in 8 blocks 0.075 (static kernel 0.068), a [128, 12, 64]
+// transpose in 6 tasks 1.6x its 2. Whole multiples of the cores, since 3
+// tasks on 2 cores leave one idle a third of the time (12 heads' 128 x 128
+// scores: 1.5x the static kernel).
 namespace {
 Halide::Expr run_time_block(const Stage& st, size_t k, bool update, ApplyContext& c) {
-  constexpr int kTasksPerCore = 4;
   constexpr int kFineTaskElements = 1 << 16;
   const auto wide = [&](const Dim& d) { return Halide::cast<int64_t>(c.extent(d)); };
   Halide::Expr inner = Halide::cast<int64_t>(1);
@@ -167,15 +168,16 @@ Halide::Expr run_time_block(const Stage& st, size_t k, bool update, ApplyContext
   if (update)
     for (const RVar& r : st.rvars) inner = inner * wide(r.extent);
   const Halide::Expr e = wide(st.shape[k]);
-  const auto blocks_of = [&](int n) {
-    const Halide::Expr b = Halide::cast<int64_t>(n);
-    return (e + b - 1) / b;
-  };
-  const Halide::Expr least = Halide::cast<int64_t>(kFineTaskElements);
-  const Halide::Expr fine = (least + inner - 1) / Halide::max(inner, 1);
   const int cores = c.target().cores;
-  const Halide::Expr block =
-      Halide::max(blocks_of(kTasksPerCore * cores), Halide::min(blocks_of(cores), fine));
+  const auto blocks_of = [&](int tasks) {
+    const Halide::Expr n = Halide::cast<int64_t>(tasks);
+    return (e + n - 1) / n;
+  };
+  const auto fine = [&](const Halide::Expr& block) {
+    return block * inner >= Halide::cast<int64_t>(kFineTaskElements);
+  };
+  const Halide::Expr b4 = blocks_of(4 * cores), b2 = blocks_of(2 * cores), b1 = blocks_of(cores);
+  const Halide::Expr block = Halide::select(fine(b4), b4, fine(b2), b2, b1);
   return Halide::cast<int>(Halide::max(block, 1));
 }
 }  // namespace

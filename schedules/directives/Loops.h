@@ -33,7 +33,7 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
 // `blocks`: where given (the context of the stage being lowered), a parallel
 // loop that is a whole symbolic dim of a root stage (its pure definition, or
 // the pure loops of its update) runs in contiguous blocks whose size is
-// computed at run time: one per core, up to 4 per core where each keeps
+// computed at run time: one per core, or 2 or 4 per core where each keeps
 // 2^16 points (a loop
 // `<dim>_cores` outside it), as the defaults' tiles give static dims
 // (parallel_chunk); the loop keeps its name and iterations, so stages
