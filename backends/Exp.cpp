@@ -9,9 +9,14 @@ Halide::Expr f32(double v) {
   return Halide::Internal::make_const(Halide::Float(32), v);
 }
 
-}  // namespace
+// NaN by its bits: Halide compiles float compares as if no operand were NaN
+// (x < -87 chose 0 for it), and x != x folds away.
+Halide::Expr is_nan_bits(const Halide::Expr& x) {
+  return (Halide::reinterpret(Halide::Int(32), x) & 0x7fffffff) > 0x7f800000;
+}
 
-Halide::Expr exp_nonpositive(const Halide::Expr& x) {
+// e^x for x <= 0, 0 below -87; NaN undefined.
+Halide::Expr exp_finite(const Halide::Expr& x) {
   using Halide::reinterpret;
   const Halide::Expr magic = f32(12582912.0);  // 1.5 * 2^23: adding it rounds to an integer
   const Halide::Expr n = reinterpret(Halide::Int(32), x * f32(1.44269504088896341) + magic) -
@@ -27,14 +32,18 @@ Halide::Expr exp_nonpositive(const Halide::Expr& x) {
   return Halide::select(x < f32(-87), f32(0), scaled);
 }
 
+}  // namespace
+
+Halide::Expr exp_nonpositive(const Halide::Expr& x) {
+  return Halide::select(is_nan_bits(x), x, exp_finite(x));
+}
+
 Halide::Expr exp_f32(const Halide::Expr& x) {
   // 88.7228... = ln(FLT_MAX): n = 128 there, with r < 0, so e^r < 1 and
   // its exponent field (126) + 128 still encodes a finite float.
   const Halide::Expr big = f32(88.72283935546875);
   const Halide::Expr inf = f32(std::numeric_limits<double>::infinity());
-  // NaN by its bits (Halide's is_nan is a call per lane here, and x != x folds away).
-  const Halide::Expr bits = Halide::reinterpret(Halide::Int(32), x) & 0x7fffffff;
-  return Halide::select(bits > 0x7f800000, x, Halide::select(x > big, inf, exp_nonpositive(x)));
+  return Halide::select(is_nan_bits(x), x, Halide::select(x > big, inf, exp_finite(x)));
 }
 
 }  // namespace pto

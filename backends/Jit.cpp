@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "backends/Lower.h"
+#include "backends/ParallelFor.h"
 #include "schedules/Validate.h"
 
 namespace pto {
@@ -13,7 +14,7 @@ namespace {
 
 // Per-call context handed to the JIT runtime: captures error text and
 // accounts for (and optionally caps) the kernel's heap allocations.
-struct RunContext : Halide::JITUserContext {
+struct RunContext : ParallelContext {
   std::string error;
   size_t limit = 0, live = 0, peak = 0, count = 0;
   bool refused = false;
@@ -221,12 +222,15 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
   ctx.handlers.custom_error = on_error;
   ctx.handlers.custom_malloc = on_malloc;
   ctx.handlers.custom_free = on_free;
+  use_parallel_for(ctx, impl_->schedule.options.threads);
   Halide::JITUserContext* ctx_ptr = &ctx;
   std::vector<const void*> argv{&ctx_ptr};
   for (auto& r : raw) argv.push_back(&r.buf);
-  // options.threads: Halide's JIT thread pool is one per process, so the
-  // size is set for this run and restored after it (kernels run concurrently
-  // from several threads share the last setting).
+  // options.threads: the parallel loops' team (ParallelFor.h) takes it per
+  // call; Halide's JIT thread pool, which runs the rest (parallel tasks of
+  // async producers, PTO_PARALLEL=halide), is one per process, so its size
+  // is set for this run and restored after it (kernels run concurrently from
+  // several threads share the last setting).
   struct PoolSize {
     int old = -1;
     explicit PoolSize(int n) {

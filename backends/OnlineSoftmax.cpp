@@ -22,6 +22,7 @@ HExpr f32(double v) {
   return Halide::Internal::make_const(Halide::Float(32), v);
 }
 const double kInf = std::numeric_limits<double>::infinity();
+const int32_t kNegInfBits = static_cast<int32_t>(0xff800000u);  // -inf as f32 bits
 
 // Which Halide dim of tensor `t`'s accesses in `e` holds variable `v` when it
 // is not the innermost one (a strided vector operand): that dim, else -1.
@@ -255,10 +256,13 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
                                          Halide::select(live, xv(args({j0 + jv, hi})), f32(-kInf)));
   bm(args({hi, hkb})) = f32(-kInf);
   bm(args({hi, hkb})) = Halide::max(bm(args({hi, hkb})), bmv(args({ru.x, hi, hkb})));
-  // A block with every score masked has max -inf: its exponentials are 0.
+  // A block with every score masked has max -inf: its exponentials are 0,
+  // as e^(-inf - 0). The test is on the bits: Halide compiles float code as
+  // if no value were infinite, so m == -inf (or max(m, -FLT_MAX)) folded
+  // away, giving e^(-inf + inf) = NaN.
   const auto shift = [&](HExpr i, HExpr kb) {
     const HExpr m = bm(args({std::move(i), std::move(kb)}));
-    return Halide::select(m == f32(-kInf), f32(0), m);
+    return Halide::select(Halide::reinterpret(Halide::Int(32), m) == kNegInfBits, f32(0), m);
   };
   // P at the key j0 + jj of block kb (indexed within the block: the block
   // of a key would be a division per lane, scalarized where K is not a

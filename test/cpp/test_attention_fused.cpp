@@ -7,6 +7,8 @@
 // and the materialized form, and the errors that name the stage.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "Helpers.h"
 #include "dsl/Workloads.h"
 #include "dsl/ops/Ops.h"
@@ -149,6 +151,48 @@ TEST_CASE("online_softmax: exponentials far below the row max match float64", "[
            std::vector<std::pair<int64_t, int64_t>>{{6, 101}, {16, 32}}) {
         INFO("causal " << causal << " symbolic " << symbolic << " block " << rows << " x " << keys);
         CHECK(check(p, fused(p, rows, keys), {{"S", 101}}) <= 1.0);
+      }
+    }
+}
+
+// Regression: the fused loop's exp (exp_nonpositive) returned 0 for NaN, so a
+// NaN score dropped out of its row's softmax and the row came out finite.
+// As in float64, every output row whose softmax sees a NaN is NaN: the
+// query's row for a NaN in Q, every row that attends the key for a NaN in K
+// or V. One deviation: float64 gives NaN to causal rows before a NaN in V
+// too (0 x NaN), the fused loop only to those in the key's block of rows
+// (the rows before it skip the block, as in FlashAttention); those rows are
+// NaN in that column or float64's on a clean V.
+TEST_CASE("online_softmax: NaN in Q, K or V reaches the rows that see it, as in float64",
+          "[attention]") {
+  const Target t = parse_target("host");
+  const int64_t h = 2, l = 23, d = 16, row = 9;
+  for (const bool causal : {false, true})
+    for (const char* input : {"Q", "K", "V"}) {
+      const Program p = attention(Dim(h), Dim(l), Dim(l), Dim(d), causal);
+      std::mt19937 rng(7);
+      std::map<std::string, HostTensor> in;
+      for (const auto& i : p.inputs()) in[i.name] = random_tensor({h, l, d}, rng, -2, 2);
+      std::map<std::string, HostTensor> clean = in;
+      in.at(input).data[(l + row) * d + 3] = std::nan("");  // head 1, row 9, element 3
+      HostTensor want = interpret(p, in).at("O");
+      const bool skips = causal && std::string(input) == "V";
+      const HostTensor c = interpret(p, clean).at("O");
+      for (const auto& [rows, keys] : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {23, 23}}) {
+        INFO(input << " causal " << causal << " block " << rows << " x " << keys);
+        const Kernel k(p, fused(p, rows, keys), t);
+        const HostTensor got = run_f32(k, in)[0];
+        int64_t nans = 0;
+        for (const double v : got.data) nans += std::isnan(v);
+        CHECK(nans > 0);
+        HostTensor w = want;
+        if (skips)  // head 1's rows before the key: NaN in column 3, or float64's on a clean V
+          for (int64_t i = 0; i < row; ++i)
+            for (int64_t j = 0; j < d; ++j) {
+              const int64_t at = (l + i) * d + j;
+              if (!(j == 3 && std::isnan(got.data[at]))) w.data[at] = c.data[at];
+            }
+        CHECK(tolerance_ratio(got, w, 2e-5, 2e-5) <= 1.0);
       }
     }
 }
