@@ -10,6 +10,7 @@
 #include "schedules/LoopNest.h"
 #include "schedules/Validate.h"
 #include "schedules/directives/Directive.h"
+#include "schedules/directives/RFactor.h"
 #include "schedules/directives/SkipPadding.h"
 
 namespace pto {
@@ -342,12 +343,27 @@ class Lowering {
     // the innermost reduction loop (the dot_pairs directive vectorizes it).
     const StageSchedule* sp = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
     const std::string pairs = sp ? sp->dot_pairs : "";
-    Halide::RDom rd = make_named_rdom(st, pairs);
+    // rfactor's last step shifted inwards (directives::shifted_last_step): the
+    // variable runs over whole steps of `factor`, the last one reading the
+    // final `factor` points; `repeated` marks the points an earlier step read.
+    const RFactor* shifted = directives::shifted_last_step(st, sp);
+    Halide::RDom rd = make_named_rdom(st, pairs, shifted);
     const int shift = pairs.empty() ? 0 : 1;
+    Halide::Expr repeated;
     for (size_t k = 0; k < st.rvars.size(); ++k) {
       const std::string& n = st.rvars[st.rvars.size() - 1 - k].name;
-      vars[n] = rd[static_cast<int>(k) + shift];
-      if (n == pairs) vars[n] = 2 * rd[static_cast<int>(k) + shift] + rd[0];
+      const Halide::Expr v = rd[static_cast<int>(k) + shift];
+      vars[n] = v;
+      if (n == pairs) vars[n] = 2 * v + rd[0];
+      if (shifted && n == shifted->rvar) {
+        // min(v, extent - f + v % f) is min(step, extent - f) + v % f, in a form
+        // whose interval bounds stay in [0, extent) (Halide bounds v - v % f
+        // below by 1 - f).
+        const int f = shifted->factor;
+        const int e = static_cast<int>(st.rvars[st.rvars.size() - 1 - k].extent.value);
+        vars[n] = Halide::min(v, e - f + v % f);
+        repeated = vars[n] < v - v % f;
+      }
     }
 
     const Halide::Type acc = halide_type(prec.accumulate);
@@ -386,7 +402,10 @@ class Lowering {
     const StageSchedule* ss = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
     const bool wrapped = prec.storage != prec.accumulate || (ss && !ss->accumulator_at.empty());
     Halide::Func f(wrapped ? func_name(st.name) + "__acc" : func_name(st.name));
-    const Halide::Expr b = Halide::cast(acc, body);
+    Halide::Expr b = Halide::cast(acc, body);
+    // Min and max may take a point twice; a sum or product takes its identity there.
+    if (repeated.defined() && (op == ReduceOp::Sum || op == ReduceOp::Prod))
+      b = Halide::select(repeated, Halide::cast(acc, op == ReduceOp::Sum ? 0 : 1), b);
     switch (op) {
       case ReduceOp::Sum: f(args) = Halide::cast(acc, 0); f(args) = f(args) + b; break;
       case ReduceOp::Prod: f(args) = Halide::cast(acc, 1); f(args) = f(args) * b; break;
@@ -432,15 +451,20 @@ class Lowering {
     types_[st.name] = Halide::Float(32);
   }
 
-  Halide::RDom make_named_rdom(const Stage& st, const std::string& pairs = "") {
+  Halide::RDom make_named_rdom(const Stage& st, const std::string& pairs = "", const RFactor* shifted = nullptr) {
     // Halide names RDom dims "<rdom>.x/.y/..."; we need them to carry our names,
     // so that schedules can split and reorder them as RVars. With `pairs`, that
-    // variable counts pairs (extent / 2) and "<pairs>_2" (extent 2) comes first.
+    // variable counts pairs (extent / 2) and "<pairs>_2" (extent 2) comes first;
+    // the `shifted` rfactor's variable runs to whole steps.
     std::vector<Halide::Internal::ReductionVariable> v;
     if (!pairs.empty()) v.push_back({pair_loop(pairs), 0, 2});
     for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it) {
       Halide::Expr e = extent(it->extent);
       if (it->name == pairs) e = e / 2;
+      if (shifted && it->name == shifted->rvar) {
+        const int64_t n = it->extent.value, f = shifted->factor;
+        e = static_cast<int>((n + f - 1) / f * f);
+      }
       v.push_back({it->name, 0, e});
     }
     return Halide::RDom(Halide::Internal::ReductionDomain(v));

@@ -13,6 +13,18 @@ namespace pto::directives {
 
 constexpr int kMaxRFactor = 256;
 
+const RFactor* shifted_last_step(const Stage& st, const StageSchedule* ss) {
+  if (!ss || !ss->rfactor || ss->rfactor->parallel || !st.reduce || st.is_arg_reduction()) return nullptr;
+  const RFactor& rf = *ss->rfactor;
+  for (const RVar& v : st.rvars)
+    if (v.name == rf.rvar)
+      return !v.extent.is_symbolic() && v.extent.value > rf.factor && v.extent.value % rf.factor != 0 &&
+                     ss->dot_pairs != rf.rvar
+                 ? &rf
+                 : nullptr;
+  return nullptr;
+}
+
 namespace {
 
 // The lanes of `accumulate` on `target` (0 without a target).
@@ -209,8 +221,9 @@ struct RFactorDirective : Directive {
   // the update's innermost pure loop) with the lanes innermost and
   // vectorized; the update then reduces the lanes. The check guarantees an
   // associative op, no update directives, and whole vectors of lanes where
-  // the split leaves a remainder: its last step is guarded (Halide peels it
-  // off the steady state, which stays an unguarded vector loop).
+  // the split leaves a remainder: over a static extent lowering shifted its
+  // last step inwards (shifted_last_step), over a symbolic one it is guarded
+  // (Halide peels it off the steady state, which stays an unguarded loop).
   void apply(ApplyContext& c) const override {
     const StageSchedule& ss = c.schedule();
     const Stage& st = c.stage();

@@ -323,7 +323,7 @@ TEST_CASE("rfactor: guarded tails and chunks across cores validate, round-trip a
     return tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("r"), 0, 1e-9);
   };
   const int lanes = host_target().vector_lanes(DType::F32);
-  CHECK(run(RFactor{"j", 2 * lanes}) <= 1.0);         // 1001 = 2 lanes x 31 + a guarded rest
+  CHECK(run(RFactor{"j", 2 * lanes}) <= 1.0);         // 1001 = 2 lanes x 31 + a last step shifted inwards
   CHECK(run(RFactor{"j", 100, true, 0}) <= 1.0);      // 11 chunks, the last one guarded
   CHECK(run(RFactor{"j", 300, true, lanes}) <= 1.0);  // with lanes of partials in each
   CHECK(run(RFactor{"j", 500, true, 4 * lanes}) <= 1.0);

@@ -20,11 +20,11 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// r(i) = op over j in [0, 96) of X(i, j).
-Program row_reduction(ReduceOp op) {
+// r(i) = op over j in [0, n) of X(i, j).
+Program row_reduction(ReduceOp op, int64_t n = 96) {
   Program p("rowred");
-  const Tensor x = p.input("X", {5, 96});
-  p.output(p.define_reduce("r", {"i"}, {5}, op, {{"j", Dim(96)}}, x(var("i"), var("j")), OpKind::Reduction, "reduce"));
+  const Tensor x = p.input("X", {5, n});
+  p.output(p.define_reduce("r", {"i"}, {5}, op, {{"j", Dim(n)}}, x(var("i"), var("j")), OpKind::Reduction, "reduce"));
   return p;
 }
 
@@ -60,6 +60,23 @@ TEST_CASE("rfactor: sum, prod, min, max rows match float64", "[rfactor]") {
       CHECK(check(p, with_rfactor("r", "j", f), {{"X", x}}, rtol, atol) <= 1.0);
     }
   }
+}
+
+// A factor that leaves a remainder: the last step reads the final `factor`
+// points, those an earlier step took masked to the identity (sum, prod) or
+// taken twice (min, max). Extents just past a step, mid-step and just short
+// of one; tolerances as above, for 100 terms.
+TEST_CASE("rfactor: a last step shifted inwards takes each point once", "[rfactor]") {
+  const int lanes = host_target().vector_lanes(DType::F32);
+  std::mt19937 rng(12);
+  for (const ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max})
+    for (const int f : {lanes, 2 * lanes})
+      for (const int64_t n : {int64_t{f + 1}, int64_t{2 * f + f / 2}, int64_t{3 * f - 1}}) {
+        INFO(to_string(op) << " factor " << f << " extent " << n);
+        const auto x = op == ReduceOp::Prod ? random_tensor({5, n}, rng, 0.5, 1.5) : random_tensor({5, n}, rng);
+        const double rtol = op == ReduceOp::Prod ? 2 * n * 6e-8 : 6e-8, atol = op == ReduceOp::Sum ? n * n * 6e-8 : 1e-30;
+        CHECK(check(row_reduction(op, n), with_rfactor("r", "j", f), {{"X", x}}, rtol, atol) <= 1.0);
+      }
 }
 
 TEST_CASE("rfactor: a reduction over two variables, a total and a contraction", "[rfactor]") {
