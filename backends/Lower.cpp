@@ -10,6 +10,7 @@
 #include "schedules/LoopNest.h"
 #include "schedules/Validate.h"
 #include "schedules/directives/Directive.h"
+#include "schedules/directives/PadLanes.h"
 #include "schedules/directives/RFactor.h"
 #include "schedules/directives/SkipPadding.h"
 
@@ -367,7 +368,10 @@ class Lowering {
     }
 
     const Halide::Type acc = halide_type(prec.accumulate);
-    ExprLowering el(vars, inputs_, funcs_, types_, compute);
+    std::map<std::string, Halide::ImageParam> ins = inputs_;
+    std::map<std::string, Halide::Func> fs = funcs_;
+    if (sp && s_.options.opt_level != 0 && !sp->pad_lanes.empty()) pad_reads(st, sp->pad_lanes, ins, fs);
+    ExprLowering el(vars, ins, fs, types_, compute);
     // skip_padding: the steps that read the zero padding are left out of the
     // reduction domain (Halide guards them, then trims or folds the guards);
     // with every padded dim skipped, the rest read the unpadded source.
@@ -451,6 +455,31 @@ class Lowering {
     types_[st.name] = Halide::Float(32);
   }
 
+  // pad_lanes (directives/PadLanes.h): the stage reads each tensor indexed
+  // by `var` through a view clamped to its extents along those axes, so that
+  // the points past the extent read in bounds; the view replaces the tensor
+  // in `ins` / `fs`, and is what the stage's packed copies copy.
+  void pad_reads(const Stage& st, const std::string& var, std::map<std::string, Halide::ImageParam>& ins,
+                 std::map<std::string, Halide::Func>& fs) {
+    for (const auto& [tensor, axes] : directives::padded_reads(st, var)) {
+      const Shape& shape = p_.tensor(tensor).shape;
+      const int r = static_cast<int>(shape.size());
+      std::vector<Halide::Var> a;
+      for (int k = 0; k < r; ++k) a.emplace_back("c" + std::to_string(k));
+      std::vector<Halide::Expr> idx(a.begin(), a.end());
+      for (const int axis : axes) {
+        const int k = r - 1 - axis;  // Halide's dim 0 is the last axis
+        idx[static_cast<size_t>(k)] = Halide::clamp(a[static_cast<size_t>(k)], 0, extent(shape[static_cast<size_t>(axis)]) - 1);
+      }
+      Halide::Func view(symbol_name(st.name) + "__" + symbol_name(tensor) + "_clamped");
+      const auto in = ins.find(tensor);
+      view(a) = in != ins.end() ? in->second(idx) : fs.at(tensor)(idx);
+      if (in != ins.end()) ins.erase(in);
+      fs[tensor] = view;
+      padded_[st.name][tensor] = view;
+    }
+  }
+
   Halide::RDom make_named_rdom(const Stage& st, const std::string& pairs = "", const RFactor* shifted = nullptr) {
     // Halide names RDom dims "<rdom>.x/.y/..."; we need them to carry our names,
     // so that schedules can split and reorder them as RVars. With `pairs`, that
@@ -513,14 +542,27 @@ class Lowering {
       return Halide::LoopLevel(cf, Halide::VarOrRVar(pl.loop, is_reduction_loop(c, pl.loop)));
     }
     std::optional<Halide::ImageParam> input(const std::string& tensor) override {
+      if (padded(tensor)) return std::nullopt;
       const auto in = l_.inputs_.find(tensor);
       if (in == l_.inputs_.end()) return std::nullopt;
       return in->second;
     }
-    Halide::Func stage_func(const std::string& name) override { return l_.funcs_.at(name); }
+    // A tensor this stage reads through its clamped view (pad_lanes) is that view.
+    Halide::Func stage_func(const std::string& name) override {
+      if (const auto v = padded(name)) return *v;
+      return l_.funcs_.at(name);
+    }
     Halide::Expr extent(const Dim& d) override { return l_.extent(d); }
 
    private:
+    std::optional<Halide::Func> padded(const std::string& tensor) const {
+      const auto s = l_.padded_.find(st_.name);
+      if (s == l_.padded_.end()) return std::nullopt;
+      const auto v = s->second.find(tensor);
+      if (v == s->second.end()) return std::nullopt;
+      return v->second;
+    }
+
     Lowering& l_;
     const Stage& st_;
     const StageSchedule& ss_;
@@ -537,6 +579,8 @@ class Lowering {
   // Per stage, the Func that runs its reduction when that is not the stage's
   // own Func (argmin/argmax tuples "<stage>__arg", wide accumulators "<stage>__acc").
   std::map<std::string, Halide::Func> helpers_;
+  // Per stage, the clamped views its pad_lanes reads (pad_reads).
+  std::map<std::string, std::map<std::string, Halide::Func>> padded_;
   std::map<std::string, Halide::Type> types_;
 };
 

@@ -161,6 +161,14 @@ struct StageSchedule {
   // second operand pair-interleaved ([K/2, N, 2] for a matmul), dense, and an
   // accumulator tile (`accumulator_at`). Empty: off.
   std::string dot_pairs;
+  // Compute this pure var of the reduction's accumulator tile in whole
+  // vectors of the update's lanes past its extent (the update's vector split
+  // rounded up), so that a dim that is not whole vectors (a matmul's 12
+  // output columns against 16 lanes) runs unmasked vector FMAs with the
+  // accumulators in registers. The operands read along it come from their
+  // packed copies (`cache`, required), made from views clamped to the
+  // extent; the extra points are never stored. Empty: off.
+  std::string pad_lanes;
   // A version of the (root) stage for symbolic extents that hold at least one
   // tile, vector or unroll factor of each of its symbolic dims, where those
   // tails shift inwards as static ones do: constant-size register tiles and

@@ -13,6 +13,7 @@
 #include "dsl/IRVisitor.h"
 #include "schedules/LoopNest.h"
 #include "schedules/defaults/Rules.h"
+#include "schedules/directives/PadLanes.h"
 #include "schedules/directives/Specialize.h"
 
 namespace pto::defaults {
@@ -54,7 +55,7 @@ std::pair<size_t, size_t> tile_dims(const Stage& st) {
 // [4, 4096] @ [4096, 4096]: 4 x 6 2.3 ms, 2 x 12 (two row tiles) 3.6, 4 x 4
 // 4.6.
 std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t,
-                          LoopSchedule& ls, const TileOperands& ops) {
+                          LoopSchedule& ls, const TileOperands& ops, bool pad) {
   const int lanes = t.vector_lanes(DType::F32);
   const std::string row = e.vars[rc.first], col = e.vars[rc.second];
   const int64_t rows = static_extent(e.shape[rc.first]), cols = static_extent(e.shape[rc.second]);
@@ -81,11 +82,15 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   // run a static variant: FullSpeed.h). [1, 768] @ [768, N] at N = 3072: 4
   // vectors 0.148 ms (a bench_suite run), 24 vectors 0.053.
   if (cols < 0 && rows == 1 && lanes > 1) tc = t.vector_registers * 3 / 4 * lanes;
+  // Fewer columns than a vector, padded: the tile is one vector wide (the
+  // micro-kernel computes the vector: padded_columns), its rows chosen so.
+  const bool part_vector = pad && lanes > 1 && cols > 0 && cols < lanes;
+  if (part_vector) tc = lanes;
   if (tc >= lanes && cols > 0) {
     // Candidates in order: later ones win ties (a conv's 56-wide rows: one
     // 64-wide tile, not 48 + a shifted 48).
     std::vector<std::pair<int64_t, int64_t>> tiles;
-    const int64_t vmax = cols / lanes;
+    const int64_t vmax = part_vector ? 1 : cols / lanes;
     for (int64_t v = 1; v <= 2 && v <= vmax; ++v)
       if (rows >= 12 && 12 * v + v + 1 <= regs) tiles.emplace_back(12, v);
     for (int64_t v = 1; v <= max_vectors && v <= vmax; ++v) tiles.emplace_back(tr, v);
@@ -101,7 +106,7 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
     const int64_t cores = std::max(t.cores, 1);
     double best = -1;
     for (const auto& [r, v] : tiles) {
-      const RegisterTileCost c = register_tile_cost(rows, cols, r, v, lanes, cores,
+      const RegisterTileCost c = register_tile_cost(rows, part_vector ? lanes : cols, r, v, lanes, cores,
                                                     outer_parallel.has_value(), ops, t.l2_bytes);
       if (best < 0 || c.cycles <= best) {
         best = c.cycles;
@@ -111,6 +116,7 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
       }
     }
   }
+  if (part_vector) tc = cols;  // the stage's own loops cover the columns it has
   ls.tile[row] = {tr};
   ls.tile[col] = {tc};
   // Other pure dims (batch, convolution rows) stay outside the tile loops.
@@ -388,6 +394,23 @@ void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e
   if (channels_last_conv(mm)) skip_row_padding(p, mm, es.loops, ms);
 }
 
+// A matmul's columns under one vector ([1597, 4629] @ [4629, 12], a batched
+// [33, 244, 110] @ [33, 110, 8]): masked, the micro-kernel's vector lanes
+// are masked loads and stores of an accumulator tile that then lives in
+// memory; padded to the whole vector, the accumulators stay in registers and
+// each k step is one broadcast of A and one FMA per tile row, as in any other
+// tile (`pad_lanes`: the extra columns are computed from a clamped packed B
+// and never stored). Matrix-vector products and products with at most half
+// a vector of columns (A @ W with W of a few columns) stream A's rows
+// instead (matrix_vector).
+bool padded_columns(const Stage& mm, const Target& t) {
+  if (mm.kind != OpKind::Contraction || !mm.reduce || *mm.reduce != ReduceOp::Sum || t.has_device())
+    return false;
+  const int lanes = t.vector_lanes(DType::F32);
+  const int64_t cols = static_extent(mm.shape[tile_dims(mm).second]);
+  return lanes > 1 && cols > 0 && cols < lanes;
+}
+
 // A contraction with no epilogue to be computed in (an output, or read by a
 // reduction): the same micro-kernel, into an accumulator tile of its own.
 void contraction_alone(const Program& p, const Stage& mm, const Target& t, Schedule& s) {
@@ -398,13 +421,21 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
     weights_outer(p, mm, nullptr, t, s);
     return;
   }
+  const bool pad = padded_columns(mm, t);
   ms.accumulator_at = channels_last_conv(mm)
                           ? channels_last_tile(mm, t, ms.loops, max_tile_pixels(p, mm))
-                          : register_tile(mm, rc, t, ms.loops, tile_operands(p, mm, rc));
+                          : register_tile(mm, rc, t, ms.loops, tile_operands(p, mm, rc), pad);
   ms.specialize = specialized_tile(mm, ms.loops);
   ms.update = micro_kernel(mm, rc, t, static_tile(mm, rc));
   if (ms.specialize) unroll_by_tile(mm, rc, ms.loops, t, *ms.update);
   if (channels_last_conv(mm)) skip_row_padding(p, mm, ms.loops, ms);
+  if (pad) {
+    // Every operand read along the columns (B) from a clamped copy per column tile.
+    ms.pad_lanes = mm.vars[rc.second];
+    for (const auto& [tensor, axes] : directives::padded_reads(mm, ms.pad_lanes))
+      ms.cache.push_back({tensor, outer_loop(mm.vars[rc.second]), transposed_operand(mm, tensor, rc)});
+    return;
+  }
   // Pack the panel of the second operand each column tile reads (K x tile
   // columns, reused by every row tile): without it, its rows are a full row
   // stride apart and, at power-of-two sizes, fight over the same cache sets
@@ -468,7 +499,7 @@ bool matrix_vector(const Program& p, const Stage& st, const Target& t, Schedule&
     if (e < 0) return false;
     cols *= e;
   }
-  if (row == st.vars.size() || cols >= lanes) return false;
+  if (row == st.vars.size() || 2 * cols > lanes) return false;  // more: padded_columns
   // Every operand that changes with the row (A) is read along the last
   // reduction var, so that each output streams one contiguous row of it; the
   // others (x, or W) are the same for every row. x[1, K] @ W[K, N] reads W

@@ -213,7 +213,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
     }
     const auto rc = tile_dims(st);
     const int64_t n = static_extent(st.shape[rc.second]);
-    if (n >= 0 && n < t.vector_lanes(DType::F32))
+    if (n >= 0 && n < t.vector_lanes(DType::F32) && !padded_columns(st, t))
       continue;  // too narrow for a vector register tile
     // An inline elementwise chain read by another reduction (linear -> bias ->
     // gelu -> linear) would be re-evaluated for every reduction step of its
@@ -229,10 +229,12 @@ Schedule default_schedule(const Program& p, const Target& t) {
     }
     // x @ W^T, or a wide W: the W panel must be packed (transposed), which
     // needs the contraction's own accumulator tile; the epilogue then runs as
-    // its own (vectorized, parallel) pass over the result.
+    // its own (vectorized, parallel) pass over the result. So do columns
+    // under a vector, padded in that tile (padded_columns).
     const auto reads = st.reads();
-    if (root && reads.size() == 2 &&
-        (transposed_operand(st, reads[1], rc) || needs_packing(p, st, reads[1], rc))) {
+    if (root && ((reads.size() == 2 && (transposed_operand(st, reads[1], rc) ||
+                                        needs_packing(p, st, reads[1], rc))) ||
+                 padded_columns(st, t))) {
       StageSchedule& es = s[root->name];
       es = StageSchedule{};
       es.loops = parallel_vectorized(*root, t);

@@ -56,8 +56,14 @@ struct TileOperands {
   int64_t steps = -1;
 };
 TileOperands tile_operands(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc);
+// `pad`: a column extent under a vector is tiled as one whole vector (the
+// contraction's micro-kernel pads it: padded_columns).
 std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls,
-                          const TileOperands& ops = {});
+                          const TileOperands& ops = {}, bool pad = false);
+// Does contraction `mm` have a static column extent under a vector, which its
+// register tile computes as one whole vector (pad_lanes) into an accumulator
+// tile of its own, its operands packed?
+bool padded_columns(const Stage& mm, const Target& t);
 int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc);
 // The busiest core's cycles for an r x v-vector register tile over a rows x
 // cols output, and whether its row tiles are the parallel loop.

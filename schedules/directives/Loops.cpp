@@ -188,12 +188,13 @@ Halide::Expr run_time_block(const Stage& st, size_t k, bool update, ApplyContext
 // computed at a consumer sees regions of any size, symbolic dims may be
 // smaller than a tile, and updates must not run twice on one point.
 void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update,
-                 bool root, bool fits, ApplyContext* blocks) {
+                 bool root, bool fits, ApplyContext* blocks, const std::string& round_up) {
   const auto nest = loop_nest(st, ls, update);
   auto vr = [&](const std::string& n) {
     return Halide::VarOrRVar(n, update && is_reduction_loop(st, n));
   };
   auto tail = [&](const std::string& dim) {
+    if (update && !round_up.empty() && dim == round_up) return Halide::TailStrategy::RoundUp;
     for (size_t k = 0; k < st.vars.size(); ++k)
       if (st.vars[k] == dim && root && !update && (fits || !st.shape[k].is_symbolic()))
         return Halide::TailStrategy::ShiftInwards;

@@ -40,8 +40,10 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
 // computed at it stay where they were. Halide otherwise makes every iteration
 // a task: a dynamic [3136, 256] bias + ReLU with a task per 256-element row
 // took 0.85 ms against 0.14-0.17 ms in blocks (2 threads).
+// `round_up`: an update's pure var whose splits compute whole tiles past the
+// extent (pad_lanes, PadLanes.h) instead of guarding the last one.
 void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update, bool root,
-                 bool fits = false, ApplyContext* blocks = nullptr);
+                 bool fits = false, ApplyContext* blocks = nullptr, const std::string& round_up = "");
 
 // Tiles, a vectorized innermost pure loop, a parallel outermost one, for an
 // update's candidates (Update.cpp).

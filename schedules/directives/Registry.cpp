@@ -11,6 +11,7 @@
 #include "schedules/directives/DotPairs.h"
 #include "schedules/directives/Loops.h"
 #include "schedules/directives/OnlineSoftmax.h"
+#include "schedules/directives/PadLanes.h"
 #include "schedules/directives/Pipeline.h"
 #include "schedules/directives/Placement.h"
 #include "schedules/directives/Precision.h"
@@ -32,6 +33,7 @@ const std::vector<const Directive*>& directives() {
       &loops_directive(),
       &accumulator_at_directive(),
       &update_directive(),
+      &pad_lanes_directive(),
       &skip_padding_directive(),
       &dot_pairs_directive(),
       &rfactor_directive(),

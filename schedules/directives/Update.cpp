@@ -47,7 +47,7 @@ struct UpdateDirective : Directive {
     // An rfactor with short_below applies them to its short version itself.
     if (!ss.update || (ss.rfactor && ss.rfactor->short_below)) return;
     if (auto h = c.helper())
-      apply_loops(c.stage(), h->update(0), *ss.update, true, false);
+      apply_loops(c.stage(), h->update(0), *ss.update, true, false, false, nullptr, ss.pad_lanes);
     else if (c.update_in_func())
       apply_loops(update_stage(c.stage(), &ss), c.func().update(0), *ss.update, true, false);
   }

@@ -114,7 +114,7 @@ TEST_CASE("default few-column contractions: rows streamed, W packed transposed o
   const int lanes = host_target().vector_lanes(DType::F32);
   std::mt19937 rng(13);
   const std::vector<std::array<int64_t, 3>> sizes = {{1806, 6056, 7}, {70, 2325, 5}, {33, 101, 2},
-                                                     {257, 129, lanes - 1}, {1000, 97, 3}};
+                                                     {257, 129, lanes / 2}, {1000, 97, 3}};
   for (const auto& [m, k, n] : sizes) {
     INFO(m << "x" << k << "x" << n);
     Program p("mm");
@@ -135,4 +135,53 @@ TEST_CASE("default few-column contractions: rows streamed, W packed transposed o
   Program p("mm");
   p.output(ops::matmul(p.input("A", {500, 300}), p.input("W", {300, lanes}), "mv"));
   CHECK_FALSE(default_schedule(p, host_target()).stages.at("mv").rfactor);
+}
+
+// More than half a vector of columns, or a batch of products: one padded
+// vector of columns per register tile row (pad_lanes), B read from a clamped
+// copy. Exact on small integers at odd row counts, K of one step and prime
+// K, transposed weights, a batch and a fused epilogue (run as its own pass).
+TEST_CASE("default contractions with fewer columns than a vector pad them to one (pad_lanes)",
+          "[defaults][matvec]") {
+  const int lanes = host_target().vector_lanes(DType::F32);
+  if (lanes < 4) return;
+  std::mt19937 rng(14);
+  const auto exact = [&](const Program& p, const std::string& stage) {
+    const Schedule s = default_schedule(p, host_target());
+    const StageSchedule& ms = s.stages.at(stage);
+    CHECK(ms.pad_lanes == p.stage(stage).vars.back());
+    CHECK_FALSE(ms.cache.empty());
+    const Kernel kern(p, s, host_target());
+    std::map<std::string, HostTensor> in;
+    for (const auto& t : p.inputs()) {
+      std::vector<int64_t> shape;
+      for (const Dim& d : t.shape) shape.push_back(d.value);
+      in.emplace(t.name, small_integers(shape, rng));
+    }
+    CHECK(tolerance_ratio(run_f32(kern, in)[0], interpret(p, in).at(p.outputs()[0]), 0, 1e-9) <= 1.0);
+  };
+  const std::vector<std::array<int64_t, 3>> sizes = {
+      {257, 129, lanes - 1}, {812, 595, lanes / 2 + 1}, {13, 1, lanes - 3}, {7, 101, lanes / 2 + 2}};
+  for (const auto& [m, k, n] : sizes) {
+    INFO(m << "x" << k << "x" << n);
+    Program p("mm");
+    p.output(ops::matmul(p.input("A", {m, k}), p.input("W", {k, n}), "mm"));
+    exact(p, "mm");
+    Program t("mmt");  // x @ W^T: W read down its columns, copied transposed
+    t.output(ops::linear(t.input("A", {m, k}), t.input("W", {n, k}), Tensor(), "mm"));
+    exact(t, "mm");
+  }
+  {
+    INFO("batched [33, 244, 110] @ [33, 110, 8]");
+    Program p("bmm");
+    p.output(ops::matmul(p.input("A", {33, 244, 110}), p.input("B", {33, 110, 8}), "mm"));
+    exact(p, "mm");
+  }
+  {
+    INFO("matmul + bias + relu, 11 columns");
+    Program p("mlp");
+    const Tensor y = ops::matmul(p.input("A", {300, 64}), p.input("W", {64, 11}), "mm");
+    p.output(ops::relu(ops::add(y, p.input("b", {11}), "bias"), "act"));
+    exact(p, "mm");
+  }
 }
