@@ -403,9 +403,12 @@ void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e
 // and never stored). Matrix-vector products and products with at most half
 // a vector of columns (A @ W with W of a few columns) stream A's rows
 // instead (matrix_vector).
-bool padded_columns(const Stage& mm, const Target& t) {
+bool padded_columns(const Program& p, const Stage& mm, const Target& t) {
   if (mm.kind != OpKind::Contraction || !mm.reduce || *mm.reduce != ReduceOp::Sum || t.has_device())
     return false;
+  // An im2col GEMM's copies and tiles are the im2col rule's (Im2col.cpp).
+  for (const std::string& r : mm.reads())
+    if (const Stage* c = p.find_stage(r); c && c->op == "im2col") return false;
   const int lanes = t.vector_lanes(DType::F32);
   const int64_t cols = static_extent(mm.shape[tile_dims(mm).second]);
   return lanes > 1 && cols > 0 && cols < lanes;
@@ -421,7 +424,7 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
     weights_outer(p, mm, nullptr, t, s);
     return;
   }
-  const bool pad = padded_columns(mm, t);
+  const bool pad = padded_columns(p, mm, t);
   ms.accumulator_at = channels_last_conv(mm)
                           ? channels_last_tile(mm, t, ms.loops, max_tile_pixels(p, mm))
                           : register_tile(mm, rc, t, ms.loops, tile_operands(p, mm, rc), pad);

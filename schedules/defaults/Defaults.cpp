@@ -213,7 +213,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
     }
     const auto rc = tile_dims(st);
     const int64_t n = static_extent(st.shape[rc.second]);
-    if (n >= 0 && n < t.vector_lanes(DType::F32) && !padded_columns(st, t))
+    if (n >= 0 && n < t.vector_lanes(DType::F32) && !padded_columns(p, st, t))
       continue;  // too narrow for a vector register tile
     // An inline elementwise chain read by another reduction (linear -> bias ->
     // gelu -> linear) would be re-evaluated for every reduction step of its
@@ -234,7 +234,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
     const auto reads = st.reads();
     if (root && ((reads.size() == 2 && (transposed_operand(st, reads[1], rc) ||
                                         needs_packing(p, st, reads[1], rc))) ||
-                 padded_columns(st, t))) {
+                 padded_columns(p, st, t))) {
       StageSchedule& es = s[root->name];
       es = StageSchedule{};
       es.loops = parallel_vectorized(*root, t);

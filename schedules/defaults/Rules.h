@@ -63,7 +63,7 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
 // Does contraction `mm` have a static column extent under a vector, which its
 // register tile computes as one whole vector (pad_lanes) into an accumulator
 // tile of its own, its operands packed?
-bool padded_columns(const Stage& mm, const Target& t);
+bool padded_columns(const Program& p, const Stage& mm, const Target& t);
 int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc);
 // The busiest core's cycles for an r x v-vector register tile over a rows x
 // cols output, and whether its row tiles are the parallel loop.

@@ -35,6 +35,7 @@ StageSchedule bad_value(std::string_view directive, const Stage& st) {
   if (directive == "update") ss.update = LoopSchedule{{}, {}, "no_such_loop", 0, {}, {}};
   if (directive == "skip_padding") ss.skip_padding = {"no_such_dim"};
   if (directive == "dot_pairs") ss.dot_pairs = "no_such_rvar";
+  if (directive == "pad_lanes") ss.pad_lanes = "no_such_var";
   if (directive == "rfactor") ss.rfactor = RFactor{"no_such_rvar", 3};
   if (directive == "pipeline") ss.pipeline.prefetch = {{"no_such_tensor", "no_such_loop", 1}};
   if (directive == "device") ss.device = "no_such_device";
