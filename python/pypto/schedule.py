@@ -154,6 +154,13 @@ class StageSchedule(LoopDirectives):
         self._d["dot_pairs"] = rvar
         return self
 
+    def pad_lanes(self, var: str) -> "StageSchedule":
+        """Compute pure var `var` of the accumulator tile in whole vectors past its extent.
+
+        Needs `accumulator_at`, the update vectorizing `var`, and a `cache` of each tensor read along it."""
+        self._d["pad_lanes"] = var
+        return self
+
     def device(self, name: str) -> "StageSchedule":
         self._d["device"] = name
         return self
