@@ -326,8 +326,10 @@ class Lowering {
     std::optional<DType> compute;
     if (is_float(st.value.type())) compute = prec.compute;
 
-    if (const StageSchedule* os = s_.options.opt_level == 0 ? nullptr : s_.find(st.name); os && os->online_softmax) {
-      define_online_softmax(st, *os->online_softmax);
+    // The stage's schedule; opt level 0 lowers the plain definition.
+    const StageSchedule* ss = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
+    if (ss && ss->online_softmax) {
+      define_online_softmax(st, *ss->online_softmax);
       return;
     }
     if (!st.reduce) {
@@ -342,12 +344,11 @@ class Lowering {
 
     // dot_pairs: reduction variable k runs as pairs, k = 2 k + k_2, with k_2
     // the innermost reduction loop (the dot_pairs directive vectorizes it).
-    const StageSchedule* sp = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
-    const std::string pairs = sp ? sp->dot_pairs : "";
+    const std::string pairs = ss ? ss->dot_pairs : "";
     // rfactor's last step shifted inwards (directives::shifted_last_step): the
     // variable runs over whole steps of `factor`, the last one reading the
     // final `factor` points; `repeated` marks the points an earlier step read.
-    const RFactor* shifted = directives::shifted_last_step(st, sp);
+    const RFactor* shifted = directives::shifted_last_step(st, ss);
     Halide::RDom rd = make_named_rdom(st, pairs, shifted);
     const int shift = pairs.empty() ? 0 : 1;
     Halide::Expr repeated;
@@ -368,14 +369,19 @@ class Lowering {
     }
 
     const Halide::Type acc = halide_type(prec.accumulate);
-    std::map<std::string, Halide::ImageParam> ins = inputs_;
-    std::map<std::string, Halide::Func> fs = funcs_;
-    if (sp && s_.options.opt_level != 0 && !sp->pad_lanes.empty()) pad_reads(st, sp->pad_lanes, ins, fs);
-    ExprLowering el(vars, ins, fs, types_, compute);
+    // pad_lanes: the stage reads through clamped views, in copies of the maps.
+    std::optional<std::map<std::string, Halide::ImageParam>> padded_ins;
+    std::optional<std::map<std::string, Halide::Func>> padded_fs;
+    if (ss && !ss->pad_lanes.empty()) {
+      padded_ins = inputs_;
+      padded_fs = funcs_;
+      pad_reads(st, ss->pad_lanes, *padded_ins, *padded_fs);
+    }
+    ExprLowering el(vars, padded_ins ? *padded_ins : inputs_, padded_fs ? *padded_fs : funcs_, types_, compute);
     // skip_padding: the steps that read the zero padding are left out of the
     // reduction domain (Halide guards them, then trims or folds the guards);
     // with every padded dim skipped, the rest read the unpadded source.
-    const directives::SkippedPadding skipped = directives::skipped_padding(p_, st, sp);
+    const directives::SkippedPadding skipped = directives::skipped_padding(p_, st, ss);
     if (skipped.where) rd.where(el.lower(*skipped.where));
     Halide::Expr body = el.lower(skipped.value);
     // Halide takes an update's reduction domain from the RVars its expressions
@@ -403,7 +409,6 @@ class Lowering {
     }
     // When storage and accumulator types differ, the reduction runs in its own
     // Func `<stage>__acc` and the stage's Func stores the narrowed result.
-    const StageSchedule* ss = s_.options.opt_level == 0 ? nullptr : s_.find(st.name);
     const bool wrapped = prec.storage != prec.accumulate || (ss && !ss->accumulator_at.empty());
     Halide::Func f(wrapped ? func_name(st.name) + "__acc" : func_name(st.name));
     Halide::Expr b = Halide::cast(acc, body);

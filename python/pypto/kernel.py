@@ -87,6 +87,20 @@ class Specialization:
     compiled: dict[str, Any] = field(default_factory=dict)
     default_json: str = ""                  # the schedule as traced (edits make it differ)
     _full_speed: dict[str, int] | None = None
+    # A snapshot of the last schedule turned into JSON, and that JSON: a call
+    # compares the live schedule with it (dict equality, in C) instead of
+    # serializing it again (json.dumps took most of a small kernel's call).
+    _json_of: tuple[dict[str, Any], str] | None = None
+
+    def schedule_json(self, schedule: Schedule | None = None) -> str:
+        """The JSON of `schedule` (default: the live one, edits included)."""
+        s = schedule or self.schedule
+        last = self._json_of
+        if last is not None and last[0] == s._d:
+            return last[1]
+        text = s.to_json()
+        self._json_of = (s.to_dict(), text)
+        return text
 
     def full_speed_extents(self) -> dict[str, int]:
         """Per size symbol, the least size at which the default loops run unguarded."""
@@ -96,7 +110,7 @@ class Specialization:
 
     def below_full_speed(self, arrays: Sequence[np.ndarray]) -> bool:
         """Would these sizes run the guarded loops of an unedited symbolic schedule?"""
-        if not self.default_json or self.schedule.to_json() != self.default_json:
+        if not self.default_json or self.schedule_json() != self.default_json:
             return False
         need = self.full_speed_extents()
         return any(n < need.get(sym, 0) for sym, n in self.sizes(arrays).items())
@@ -115,9 +129,11 @@ class Specialization:
 
     def kernel(self, schedule: Schedule | None = None) -> Any:
         s = schedule or self.schedule
+        # The cache key: an edited schedule compiles once.
         if debug.numerics_checked():
-            s = s.copy().set_options(check_numerics=True)
-        text = s.to_json()  # the cache key: an edited schedule compiles once
+            text = s.copy().set_options(check_numerics=True).to_json()
+        else:
+            text = self.schedule_json(s)
         k = self.compiled.get(text)
         if k is None:
             k = _pto.Kernel(self.program, text, self.target)
@@ -130,8 +146,7 @@ class Specialization:
         # along the last axis and need it dense: only such arrays are copied.
         arrays = [a if a.ndim == 0 or a.strides[-1] == a.itemsize or a.shape[-1] == 1
                   else np.ascontiguousarray(a) for a in arrays]
-        k = self.kernel(schedule)
-        outs, stats = k.run(list(arrays), None, memory_limit)
+        outs, stats = self.kernel(schedule).run(list(arrays), None, memory_limit)
         return dict(zip(self.program.outputs(), outs)), stats
 
 

@@ -35,15 +35,24 @@ from .errors import DTypeError, ShapeError, SymbolicSizeError
 _OPEN = 1 << 62
 
 
+# numpy dtype -> PTO name: every kernel call names its arguments' dtypes, and
+# numpy's dtype.name costs microseconds.
+_DTYPE_NAMES: dict[np.dtype, str] = {}
+
+
 def dtype_name(dt: Any) -> str:
     """PTO's name of a dtype given as a PTO name, numpy dtype or type ('f32', np.float32, ...)."""
     if isinstance(dt, str):
         return _pto.parse_dtype(dt)
+    if isinstance(dt, np.dtype) and dt in _DTYPE_NAMES:
+        return _DTYPE_NAMES[dt]
     try:
-        name = np.dtype(dt).name
+        d = np.dtype(dt)
     except TypeError as e:
         raise DTypeError(f"not a dtype: {dt!r}") from e
-    return _pto.parse_dtype(name)
+    name = _pto.parse_dtype(d.name)
+    _DTYPE_NAMES[d] = name
+    return name
 
 
 class _Trace:

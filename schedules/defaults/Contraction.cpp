@@ -73,7 +73,7 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
     }
   }
   const int64_t regs = t.vector_registers;
-  const int64_t max_vectors = std::clamp<int64_t>((regs - 1) / (6 + 1), 1, 4);
+  const int64_t max_vectors = tile_vectors(t);
   int64_t tr = std::min<int64_t>(rows > 0 ? rows : 6, 6);
   int64_t tc = std::min<int64_t>(cols > 0 ? cols : max_vectors * lanes, max_vectors * lanes);
   bool rows_parallel = false;
@@ -82,31 +82,35 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   // run a static variant: FullSpeed.h). [1, 768] @ [768, N] at N = 3072: 4
   // vectors 0.148 ms (a bench_suite run), 24 vectors 0.053.
   if (cols < 0 && rows == 1 && lanes > 1) tc = t.vector_registers * 3 / 4 * lanes;
-  // Fewer columns than a vector, padded: the tile is one vector wide (the
-  // micro-kernel computes the vector: padded_columns), its rows chosen so.
-  const bool part_vector = pad && lanes > 1 && cols > 0 && cols < lanes;
-  if (part_vector) tc = lanes;
+  // Columns that are not whole vectors, padded: the tile spans them all in
+  // whole vectors (the micro-kernel computes the last one in full:
+  // padded_columns), its rows chosen so.
+  const int64_t padded = pad && lanes > 1 && cols > 0 && cols % lanes != 0 ? (cols + lanes - 1) / lanes : 0;
+  if (padded) tc = padded * lanes;
   if (tc >= lanes && cols > 0) {
     // Candidates in order: later ones win ties (a conv's 56-wide rows: one
     // 64-wide tile, not 48 + a shifted 48).
     std::vector<std::pair<int64_t, int64_t>> tiles;
-    const int64_t vmax = part_vector ? 1 : cols / lanes;
-    for (int64_t v = 1; v <= 2 && v <= vmax; ++v)
+    const int64_t vmin = padded ? padded : 1, vmax = padded ? padded : cols / lanes;
+    for (int64_t v = vmin; v <= 2 && v <= vmax; ++v)
       if (rows >= 12 && 12 * v + v + 1 <= regs) tiles.emplace_back(12, v);
-    for (int64_t v = 1; v <= max_vectors && v <= vmax; ++v) tiles.emplace_back(tr, v);
-    if (max_vectors == 4 && 8 * 3 + 3 + 1 <= regs && rows >= 8 && 3 <= vmax)
+    for (int64_t v = vmin; v <= max_vectors && v <= vmax; ++v) tiles.emplace_back(tr, v);
+    if (max_vectors == 4 && 8 * 3 + 3 + 1 <= regs && rows >= 8 && vmin <= 3 && 3 <= vmax)
       tiles.emplace_back(8, 3);
     if (rows > 0 && rows <= 12) {
       // One row: each loaded vector feeds one FMA, so only the accumulators,
       // the broadcast and a loaded vector need registers; three quarters of
       // them as accumulators measured fastest (above).
+      // Rows past 6 (8 of them: one 8-row tile, not 6 and a shifted 6) at
+      // every width; 6 or fewer are the tr-row tiles above up to max_vectors.
       const int64_t most = rows == 1 ? regs * 3 / 4 : (regs - 1) / (rows + 1);
-      for (int64_t v = max_vectors + 1; v <= std::min(most, vmax); ++v) tiles.emplace_back(rows, v);
+      for (int64_t v = std::max(vmin, tr == rows ? max_vectors + 1 : 1); v <= std::min(most, vmax); ++v)
+        tiles.emplace_back(rows, v);
     }
     const int64_t cores = std::max(t.cores, 1);
     double best = -1;
     for (const auto& [r, v] : tiles) {
-      const RegisterTileCost c = register_tile_cost(rows, part_vector ? lanes : cols, r, v, lanes, cores,
+      const RegisterTileCost c = register_tile_cost(rows, padded ? padded * lanes : cols, r, v, lanes, cores,
                                                     outer_parallel.has_value(), ops, t.l2_bytes);
       if (best < 0 || c.cycles <= best) {
         best = c.cycles;
@@ -116,7 +120,7 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
       }
     }
   }
-  if (part_vector) tc = cols;  // the stage's own loops cover the columns it has
+  if (padded) tc = cols;  // the stage's own loops cover the columns it has
   ls.tile[row] = {tr};
   ls.tile[col] = {tc};
   // Other pure dims (batch, convolution rows) stay outside the tile loops.
@@ -126,7 +130,7 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   for (const std::string& l : {outer_loop(col), outer_loop(row), inner_loop(row), inner_loop(col)})
     order.push_back(l);
   ls.order = order;
-  if (tc >= lanes) {
+  if (tc >= lanes && tc % lanes == 0) {  // a padded tile's copy-out stays scalar
     ls.vectorize = inner_loop(col);
     ls.vector_width = lanes;
   }
@@ -400,7 +404,12 @@ void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e
 // memory; padded to the whole vector, the accumulators stay in registers and
 // each k step is one broadcast of A and one FMA per tile row, as in any other
 // tile (`pad_lanes`: the extra columns are computed from a clamped packed B
-// and never stored). Matrix-vector products and products with at most half
+// and never stored). So do columns past a vector that are not whole vectors,
+// where one register tile spans them all: [2000, 300] @ [300, 17] as 12 x 1
+// vector tiles, the second shifted inwards over 15 columns already done,
+// took 0.26 ms (parallel over the two column tiles, each core reading all of
+// A); one padded 6 x 2 tile over all 17, parallel over the rows, 0.17
+// (ONNX Runtime 0.18; Xeon VM, 2 threads). Matrix-vector products and products with at most half
 // a vector of columns (A @ W with W of a few columns) stream A's rows
 // instead (matrix_vector).
 bool padded_columns(const Program& p, const Stage& mm, const Target& t) {
@@ -410,8 +419,26 @@ bool padded_columns(const Program& p, const Stage& mm, const Target& t) {
   for (const std::string& r : mm.reads())
     if (const Stage* c = p.find_stage(r); c && c->op == "im2col") return false;
   const int lanes = t.vector_lanes(DType::F32);
-  const int64_t cols = static_extent(mm.shape[tile_dims(mm).second]);
-  return lanes > 1 && cols > 0 && cols < lanes;
+  const auto rc = tile_dims(mm);
+  const int64_t cols = static_extent(mm.shape[rc.second]);
+  if (lanes <= 1 || cols <= 0 || cols % lanes == 0 || (cols + lanes - 1) / lanes > tile_vectors(t)) return false;
+  if (cols < lanes) return true;
+  // Past a vector, one padded column tile leaves the cores only the row tiles
+  // (and outer dims) to share; with fewer than a 6-row tile per core, column
+  // tiles shifted inwards keep them all busy ([1, 4096] @ [4096, 40]: one
+  // padded 3-vector tile on one core 0.031 ms, two 2-vector tiles 0.014).
+  int64_t tasks = 1;
+  for (size_t k = 0; k < mm.vars.size(); ++k) {
+    if (k == rc.second) continue;
+    const int64_t e = static_extent(mm.shape[k]);
+    if (e < 0) return true;
+    tasks *= k == rc.first ? (e + 5) / 6 : e;
+  }
+  return tasks >= t.cores;
+}
+
+int64_t tile_vectors(const Target& t) {
+  return std::clamp<int64_t>((t.vector_registers - 1) / (6 + 1), 1, 4);
 }
 
 // A contraction with no epilogue to be computed in (an output, or read by a

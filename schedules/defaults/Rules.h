@@ -56,14 +56,18 @@ struct TileOperands {
   int64_t steps = -1;
 };
 TileOperands tile_operands(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc);
-// `pad`: a column extent under a vector is tiled as one whole vector (the
-// contraction's micro-kernel pads it: padded_columns).
+// `pad`: a column extent that is not whole vectors is tiled as whole vectors
+// in one column tile (the contraction's micro-kernel pads it: padded_columns).
 std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls,
                           const TileOperands& ops = {}, bool pad = false);
-// Does contraction `mm` have a static column extent under a vector, which its
-// register tile computes as one whole vector (pad_lanes) into an accumulator
-// tile of its own, its operands packed?
+// Does contraction `mm` have a static column extent that is not whole vectors
+// and fits one register tile (tile_vectors), which the tile computes in
+// whole vectors (pad_lanes) into an accumulator tile of its own, its
+// operands packed?
 bool padded_columns(const Program& p, const Stage& mm, const Target& t);
+// The most vectors a register tile of 6 rows holds in the target's vector
+// registers (with one for the broadcast operand), at most 4.
+int64_t tile_vectors(const Target& t);
 int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc);
 // The busiest core's cycles for an r x v-vector register tile over a rows x
 // cols output, and whether its row tiles are the parallel loop.

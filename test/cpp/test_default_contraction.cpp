@@ -95,9 +95,10 @@ TEST_CASE("default contraction: the register tile with the fewest estimated cycl
   // Square: 6 x 4 vectors; BERT's 128 rows: 8 x 3 vectors.
   CHECK(tile(1024, 1024, 1024) == std::pair<int64_t, int64_t>{6, 64});
   CHECK(tile(128, 768, 3072) == std::pair<int64_t, int64_t>{8, 48});
-  // 17 columns (a vector and a shifted one): 12 rows of one vector, whose 12
-  // accumulator chains keep the FMA pipes busy where 6 could not.
-  CHECK(tile(2000, 300, 17) == std::pair<int64_t, int64_t>{12, 16});
+  // 17 columns: one column tile over all of them, padded to 2 vectors
+  // (padded_columns), 12 rows, whose 24 accumulator chains keep the FMA
+  // pipes busy; not two 1-vector column tiles, the second shifted inwards.
+  CHECK(tile(2000, 300, 17) == std::pair<int64_t, int64_t>{12, 17});
   // Fewer rows than a tile: all of them, at the widest tile the registers
   // hold that still gives each core work: one row streams B in 24-vector
   // pieces, 4 rows in 6-vector ones.

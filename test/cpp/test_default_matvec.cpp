@@ -185,3 +185,45 @@ TEST_CASE("default contractions with fewer columns than a vector pad them to one
     exact(p, "mm");
   }
 }
+
+// Columns past a vector that are not whole vectors, within one register
+// tile's width: one padded column tile over all of them (pad_lanes), the row
+// tiles shared by the cores; with too few rows for that, column tiles
+// shifted inwards instead (each core takes some). Exact on small integers.
+TEST_CASE("default contractions pad columns past a vector into one column tile",
+          "[defaults][matvec]") {
+  const Target t = host_target();
+  const int lanes = t.vector_lanes(DType::F32);
+  if (lanes < 4 || t.vector_registers < 29) return;  // 4 vectors of 6 rows: AVX-512's registers
+  std::mt19937 rng(15);
+  const auto run = [&](int64_t m, int64_t k, int64_t n) {
+    Program p("mm");
+    p.output(ops::matmul(p.input("A", {m, k}), p.input("W", {k, n}), "mm"));
+    const Schedule s = default_schedule(p, t);
+    const std::map<std::string, HostTensor> in = {{"A", small_integers({m, k}, rng)},
+                                                  {"W", small_integers({k, n}, rng)}};
+    const Kernel kern(p, s, t);
+    CHECK(tolerance_ratio(run_f32(kern, in)[0], interpret(p, in).at("mm"), 0, 1e-9) <= 1.0);
+    return s.stages.at("mm");
+  };
+  for (const int64_t n : {int64_t{lanes + 1}, int64_t{2 * lanes + 3}, int64_t{4 * lanes - 1}}) {
+    INFO("[301, 37] @ [37, " << n << "]");
+    const StageSchedule ms = run(301, 37, n);
+    CHECK(ms.pad_lanes == "j");
+    CHECK(ms.loops.tile.at("j") == std::vector<int64_t>{n});
+    CHECK(ms.loops.parallel == std::vector<std::string>{"i_o"});
+  }
+  {
+    INFO("[1, 300] @ [300, lanes * 2 + 8]: one row, the column tiles shared");
+    const StageSchedule ms = run(1, 300, 2 * lanes + 8);
+    CHECK(ms.pad_lanes.empty());
+  }
+  {
+    INFO("whole vectors are not padded");
+    CHECK(run(50, 20, 2 * lanes).pad_lanes.empty());
+  }
+  {
+    INFO("past the widest tile: shifted column tiles");
+    CHECK(run(50, 20, 4 * lanes + 1).pad_lanes.empty());
+  }
+}
