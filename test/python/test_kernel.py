@@ -122,8 +122,12 @@ def test_schedule_edit_run_same_result(mats):
     # The same schedule through JSON, and opt_level 0 (the debugging baseline) agree too.
     mbr.set_schedule(pypto.Schedule.from_json(s.to_json()))
     np.testing.assert_allclose(mbr(a, b, bias), want, **f32_matmul_tol(24))
+    n = mbr.cache_info["compiled"]
+    # An edit in place after calls (a call caches the schedule's JSON) still compiles, once.
     mbr.schedule().set_options(opt_level=0)
     np.testing.assert_allclose(mbr(a, b, bias), want, **f32_matmul_tol(24))
+    np.testing.assert_allclose(mbr(a, b, bias), want, **f32_matmul_tol(24))
+    assert mbr.cache_info["compiled"] == n + 1
 
 
 def test_schedule_skip_padding_and_rfactor(rng):
