@@ -423,18 +423,29 @@ bool padded_columns(const Program& p, const Stage& mm, const Target& t) {
   const int64_t cols = static_extent(mm.shape[rc.second]);
   if (lanes <= 1 || cols <= 0 || cols % lanes == 0 || (cols + lanes - 1) / lanes > tile_vectors(t)) return false;
   if (cols < lanes) return true;
-  // Past a vector, one padded column tile leaves the cores only the row tiles
-  // (and outer dims) to share; with fewer than a 6-row tile per core, column
-  // tiles shifted inwards keep them all busy ([1, 4096] @ [4096, 40]: one
-  // padded 3-vector tile on one core 0.031 ms, two 2-vector tiles 0.014).
-  int64_t tasks = 1;
-  for (size_t k = 0; k < mm.vars.size(); ++k) {
-    if (k == rc.second) continue;
-    const int64_t e = static_extent(mm.shape[k]);
-    if (e < 0) return true;
-    tasks *= k == rc.first ? (e + 5) / 6 : e;
-  }
-  return tasks >= t.cores;
+  // Past a vector, where the shifted column tiles are the alternative, the
+  // padded tile is one column tile, which costs two things they do not:
+  //   - its copy-out is scalar (the output's rows are not whole vectors):
+  //     about `lanes` cycles per vector of a tile row, against K / 2 for its
+  //     FMAs; it stays under an eighth from K = 16 lanes ([8, 100, 80] @
+  //     [8, 80, 60]: padded 0.046-0.058 ms, two 2-vector tiles 0.031);
+  //   - with the rows as the parallel loop, B's panel (K x the padded
+  //     columns) is packed once, by one core, at memory speed, against each
+  //     core's share of the FMAs: 16 x cores / M of it, under an eighth from
+  //     M = 128 x cores ([33, 4096] @ [4096, 33]: padded 0.15 ms, two column
+  //     tiles packing in parallel 0.105). An outer parallel dim (a batch)
+  //     packs per task instead.
+  // [2000, 300] @ [300, 17] passes both. And the rows must feed every core:
+  // with fewer than a 6-row tile per core, the column tiles keep them busy
+  // ([1, 4096] @ [4096, 40]: one padded tile 0.031 ms, two tiles 0.014).
+  const int64_t steps = tile_operands(p, mm, rc).steps;
+  if (steps >= 0 && steps < 16 * lanes) return false;
+  int64_t outer = 1;
+  for (size_t k = 0; k < mm.vars.size(); ++k)
+    if (k != rc.first && k != rc.second) outer *= std::max<int64_t>(static_extent(mm.shape[k]), 1);
+  const int64_t rows = static_extent(mm.shape[rc.first]);
+  if (outer >= t.cores) return rows < 0 || outer * ((rows + 5) / 6) >= t.cores;
+  return rows < 0 || rows >= 128 * t.cores;
 }
 
 int64_t tile_vectors(const Target& t) {

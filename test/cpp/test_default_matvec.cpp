@@ -188,8 +188,8 @@ TEST_CASE("default contractions with fewer columns than a vector pad them to one
 
 // Columns past a vector that are not whole vectors, within one register
 // tile's width: one padded column tile over all of them (pad_lanes), the row
-// tiles shared by the cores; with too few rows for that, column tiles
-// shifted inwards instead (each core takes some). Exact on small integers.
+// tiles shared by the cores; with a short reduction or too few rows for
+// that, column tiles shifted inwards instead. Exact on small integers.
 TEST_CASE("default contractions pad columns past a vector into one column tile",
           "[defaults][matvec]") {
   const Target t = host_target();
@@ -207,8 +207,8 @@ TEST_CASE("default contractions pad columns past a vector into one column tile",
     return s.stages.at("mm");
   };
   for (const int64_t n : {int64_t{lanes + 1}, int64_t{2 * lanes + 3}, int64_t{4 * lanes - 1}}) {
-    INFO("[301, 37] @ [37, " << n << "]");
-    const StageSchedule ms = run(301, 37, n);
+    INFO("[301, 300] @ [300, " << n << "]");
+    const StageSchedule ms = run(301, 300, n);
     CHECK(ms.pad_lanes == "j");
     CHECK(ms.loops.tile.at("j") == std::vector<int64_t>{n});
     CHECK(ms.loops.parallel == std::vector<std::string>{"i_o"});
@@ -217,6 +217,11 @@ TEST_CASE("default contractions pad columns past a vector into one column tile",
     INFO("[1, 300] @ [300, lanes * 2 + 8]: one row, the column tiles shared");
     const StageSchedule ms = run(1, 300, 2 * lanes + 8);
     CHECK(ms.pad_lanes.empty());
+  }
+  {
+    INFO("a short reduction (the scalar copy-out would weigh) or few rows (B packed by one core)");
+    CHECK(run(301, 4 * lanes, lanes + 1).pad_lanes.empty());
+    CHECK(run(3 * t.cores, 300, lanes + 1).pad_lanes.empty());
   }
   {
     INFO("whole vectors are not padded");
