@@ -72,6 +72,14 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
       break;
     }
   }
+  // The other pure dims' iterations (-1: some symbolic).
+  int64_t outer_iterations = 1;
+  for (size_t k = 0; k < e.vars.size(); ++k)
+    if (k != rc.first && k != rc.second)
+      outer_iterations = static_extent(e.shape[k]) < 0 || outer_iterations < 0
+                             ? -1
+                             : outer_iterations * static_extent(e.shape[k]);
+  bool serial = false;
   const int64_t regs = t.vector_registers;
   const int64_t max_vectors = tile_vectors(t);
   int64_t tr = std::min<int64_t>(rows > 0 ? rows : 6, 6);
@@ -107,17 +115,39 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
       for (int64_t v = std::max(vmin, tr == rows ? max_vectors + 1 : 1); v <= std::min(most, vmax); ++v)
         tiles.emplace_back(rows, v);
     }
-    const int64_t cores = std::max(t.cores, 1);
-    double best = -1;
-    for (const auto& [r, v] : tiles) {
-      const RegisterTileCost c = register_tile_cost(rows, padded ? padded * lanes : cols, r, v, lanes, cores,
-                                                    outer_parallel.has_value(), ops, t.l2_bytes);
-      if (best < 0 || c.cycles <= best) {
-        best = c.cycles;
-        tr = r;
-        tc = v * lanes;
-        rows_parallel = c.rows_parallel;
+    struct Best {
+      double cycles = -1;  // of the whole stage, all its outer iterations
+      int64_t r = 0, v = 0;
+      bool rows_parallel = false;
+    };
+    const auto best_tile = [&](int64_t cores) {
+      Best b;
+      const double per_core_outer =
+          outer_iterations > 0 ? static_cast<double>(outer_parallel ? (outer_iterations + cores - 1) / cores
+                                                                    : outer_iterations)
+                               : 1.0;
+      for (const auto& [r, v] : tiles) {
+        const RegisterTileCost c = register_tile_cost(rows, padded ? padded * lanes : cols, r, v, lanes, cores,
+                                                      outer_parallel.has_value(), ops, t.l2_bytes);
+        if (b.cycles < 0 || c.cycles * per_core_outer <= b.cycles)
+          b = {c.cycles * per_core_outer, r, v, c.rows_parallel};
       }
+      return b;
+    };
+    Best best = best_tile(std::max(t.cores, 1));
+    // Too little work to pay for waking the other cores: serial, in the
+    // tile one core runs fastest.
+    if (t.cores > 1 && outer_iterations > 0 && ops.steps > 0) {
+      const Best one = best_tile(1);
+      if (one.cycles - best.cycles < kForkCycles) {
+        best = one;
+        serial = true;
+      }
+    }
+    if (best.cycles >= 0) {
+      tr = best.r;
+      tc = best.v * lanes;
+      rows_parallel = best.rows_parallel;
     }
   }
   if (padded) tc = cols;  // the stage's own loops cover the columns it has
@@ -134,9 +164,10 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
     ls.vectorize = inner_loop(col);
     ls.vector_width = lanes;
   }
-  ls.parallel = {outer_parallel  ? *outer_parallel
-                 : rows_parallel ? outer_loop(row)
-                                 : outer_loop(col)};
+  if (!serial)
+    ls.parallel = {outer_parallel  ? *outer_parallel
+                   : rows_parallel ? outer_loop(row)
+                                   : outer_loop(col)};
   return outer_loop(row);
 }
 
@@ -408,7 +439,7 @@ void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e
 // where one register tile spans them all: [2000, 300] @ [300, 17] as 12 x 1
 // vector tiles, the second shifted inwards over 15 columns already done,
 // took 0.26 ms (parallel over the two column tiles, each core reading all of
-// A); one padded 6 x 2 tile over all 17, parallel over the rows, 0.17
+// A); one padded 2-vector tile over all 17, parallel over the rows, 0.17
 // (ONNX Runtime 0.18; Xeon VM, 2 threads). Matrix-vector products and products with at most half
 // a vector of columns (A @ W with W of a few columns) stream A's rows
 // instead (matrix_vector).
@@ -444,7 +475,7 @@ bool padded_columns(const Program& p, const Stage& mm, const Target& t) {
   for (size_t k = 0; k < mm.vars.size(); ++k)
     if (k != rc.first && k != rc.second) outer *= std::max<int64_t>(static_extent(mm.shape[k]), 1);
   const int64_t rows = static_extent(mm.shape[rc.first]);
-  if (outer >= t.cores) return rows < 0 || outer * ((rows + 5) / 6) >= t.cores;
+  if (outer >= t.cores) return true;  // the outer dim feeds the cores
   return rows < 0 || rows >= 128 * t.cores;
 }
 
@@ -595,17 +626,16 @@ bool matrix_vector(const Program& p, const Stage& st, const Target& t, Schedule&
     ss.rfactor = rf;
     return true;
   }
-  // Rows per block: about 2^14 elements of A (see above); a symbolic K counts
-  // as 4096 (long rows are the case that matters: decode steps).
-  constexpr int64_t kBlockElements = int64_t{1} << 14;
+  // Rows per block: about kMinParallelElements of A; a symbolic K counts as
+  // 4096 (long rows are the case that matters: decode steps).
   constexpr int64_t kSymbolicRowLength = 4096;
   int64_t length = 1;
   for (const RVar& r : st.rvars) {
     const int64_t e = static_extent(r.extent);
     length *= e < 0 ? kSymbolicRowLength : e;
-    if (length >= kBlockElements) break;
+    if (length >= kMinParallelElements) break;
   }
-  const int64_t rows = std::max<int64_t>(1, (kBlockElements + length * cols - 1) / (length * cols));
+  const int64_t rows = std::max<int64_t>(1, (kMinParallelElements + length * cols - 1) / (length * cols));
   if (m >= 0 && (m + rows - 1) / rows < 2 * t.cores) {
     s.stages.erase(st.name);
     return false;

@@ -43,8 +43,7 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
   // Blocks, not one task per iteration: with a task per row, BERT's [128,
   // 768] residual add took 0.0084 ms on one thread and longer on two (the
   // tasks contend for the pool's queue), while two blocks take 0.0036 ms.
-  // Below 2^14 elements a stage takes about as long as waking a thread.
-  constexpr int64_t kMinParallelElements = int64_t{1} << 14;
+  // Below kMinParallelElements a stage takes about as long as waking a thread.
   const int64_t n = static_numel(st.shape);
   if (n > 0 && n < kMinParallelElements) return ls;
   for (size_t k = 0; k + 1 < st.vars.size(); ++k) {

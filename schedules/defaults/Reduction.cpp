@@ -27,10 +27,6 @@
 namespace pto::defaults {
 namespace {
 
-// Below this many elements a parallel loop costs about as much as it saves
-// (the threshold parallel_vectorized uses: waking a thread ~ 2^14 adds).
-constexpr int64_t kMinParallelElements = int64_t{1} << 14;
-
 // Rows per parallel task of the short-row version (a vector of rows per step)
 // of a reduction whose number of rows and length are both symbolic, before
 // lanes_of_rows grows it to whole vectors of rows; the long-row version's

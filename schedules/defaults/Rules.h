@@ -25,6 +25,7 @@
 // its definition.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -34,6 +35,20 @@
 #include "schedules/Schedule.h"
 
 namespace pto::defaults {
+
+// What a parallel loop costs over running it on one core: waking the team
+// and joining it, about 4 us (12,000 cycles at 3 GHz) on the 2-vCPU virtual
+// machines this project runs on. A stage whose work the cores would cut by
+// less runs serially. Calibrated on square matmuls, default tiles, fresh
+// processes (Xeon VM, 2 threads): n = 64 serial 4.1 us, parallel 5.0-8.4;
+// 80: 8.6 vs 9.8-10.9; 96: 13-18 vs 12.3-15; the register-tile cost model
+// (register_tile_cost) saves 4,400, 10,400 and 14,900 cycles there.
+constexpr double kForkCycles = 12000;
+
+// Below this many elements (adds, loads) a parallel loop of a memory-bound
+// stage costs about as much as it saves: waking a thread ~ 2^14 adds. Also
+// the smallest block of rows one parallel task takes.
+constexpr int64_t kMinParallelElements = int64_t{1} << 14;
 
 // Defaults.cpp
 int64_t static_extent(const Dim& d);  // -1 when symbolic

@@ -324,7 +324,7 @@ TEST_CASE("online_softmax: run-time balanced key blocks match float64", "[attent
   const Target t = parse_target("host");
   const int64_t w = 4 * t.vector_lanes(DType::F32);
   for (const bool causal : {false, true})
-    for (const Dim d : {Dim(64), Dim::symbol("D")}) {
+    for (const Dim& d : {Dim(64), Dim::symbol("D")}) {
       const Program p = attention(Dim(2), Dim::symbol("S"), Dim::symbol("S"), d, causal);
       const Program pq = attention(Dim(2), Dim(37), Dim::symbol("S"), d, false);
       for (const int64_t n : {int64_t{1}, w + 1, 2 * w, 2 * w + 3, 5 * w - 1}) {
