@@ -81,9 +81,11 @@ TEST_CASE("default reductions: column sums vectorize the kept dim, parallel or s
       {1, 1}, {7, 1}, {1, 37}, {37, 5}, {61, 257}, {3001, 64}, {300, 4099}, {50, 20000}};
   CHECK(worst(colsum, shapes, false, 0, 1e-9) <= 1.0);
   CHECK(worst(colsum, {{1, 1}, {5, 3}, {257, 769}, {3001, 64}, {2, 20000}}, true, 0, 1e-9) <= 1.0);
-  // The structure: [4096, 4096] vectorizes along columns, rows outside, column blocks in parallel.
+  // The structure: a row wider than half of L1 vectorizes along columns, rows
+  // outside, column blocks in parallel.
+  const int64_t wide = host_target().l1_bytes;  // f32: 4x L1
   Program p("colsum");
-  p.output(ops::reduce_sum(p.input("X", {4096, 4096}), {0}, false, "s"));
+  p.output(ops::reduce_sum(p.input("X", {512, wide}), {0}, false, "s"));
   const Schedule s = default_schedule(p, host_target());
   const StageSchedule& e = entry(p, s, "s");
   REQUIRE(e.update);
@@ -92,13 +94,16 @@ TEST_CASE("default reductions: column sums vectorize the kept dim, parallel or s
   CHECK(!e.accumulator_at.empty());
   if (host_target().cores > 1) {
     CHECK(!e.loops.parallel.empty());
-    // A narrow matrix: the rows are split across cores instead.
-    Program q("narrow");
-    q.output(ops::reduce_sum(q.input("X", {100000, 64}), {0}, false, "s"));
-    const Schedule sq = default_schedule(q, host_target());
-    REQUIRE(entry(q, sq, "s").rfactor);
-    CHECK(entry(q, sq, "s").rfactor->parallel);
-    CHECK_THAT(explain(q, sq, &host_target()), Contains("across cores"));
+    // Rows whose sum fits the accumulator block: the rows are split across
+    // cores instead, each core streaming one contiguous block.
+    for (const int64_t cols : {int64_t{64}, int64_t{768}}) {
+      Program q("narrow");
+      q.output(ops::reduce_sum(q.input("X", {100000, cols}), {0}, false, "s"));
+      const Schedule sq = default_schedule(q, host_target());
+      REQUIRE(entry(q, sq, "s").rfactor);
+      CHECK(entry(q, sq, "s").rfactor->parallel);
+      CHECK_THAT(explain(q, sq, &host_target()), Contains("across cores"));
+    }
   }
 }
 
