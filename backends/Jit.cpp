@@ -192,6 +192,20 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
       if (e > INT32_MAX) throw ShapeError("buffer for '" + name + "' has an extent over 2^31");
   };
   for (size_t i = 0; i < inputs.size(); ++i) check(inputs[i], p.inputs()[i].name, p.inputs()[i].dtype, nullptr);
+  // The innermost axis past static extents of 1 is dense (the lowering's
+  // constraint, which kernels vectorize along).
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const BufferRef& b = inputs[i];
+    const Shape& want = p.inputs()[i].shape;
+    if (b.strides.empty() || b.shape.size() != want.size()) continue;
+    for (size_t k = want.size(); k-- > 0;) {
+      if (b.shape[k] > 1 && b.strides[k] != 1)
+        throw ShapeError("buffer for '" + p.inputs()[i].name + "' must be dense along axis " + std::to_string(k) +
+                         " (its innermost axis past axes of size 1), got strides " + shape_str(b.strides) +
+                         " for shape " + shape_str(b.shape) + "; pass a contiguous copy");
+      if (want[k].is_symbolic() || want[k].value != 1) break;
+    }
+  }
   // Inputs a dot_pairs stage reads in adjacent pairs must be dense row-major.
   for (size_t i = 0; i < inputs.size(); ++i) {
     const BufferRef& b = inputs[i];

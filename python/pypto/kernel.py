@@ -143,9 +143,9 @@ class Specialization:
     def run(self, arrays: Sequence[np.ndarray], schedule: Schedule | None = None,
             memory_limit: int = 0) -> tuple[dict[str, np.ndarray], dict[str, int]]:
         # Views are passed in place with their strides, except that kernels vectorize
-        # along the last axis and need it dense: only such arrays are copied.
-        arrays = [a if a.ndim == 0 or a.strides[-1] == a.itemsize or a.shape[-1] == 1
-                  else np.ascontiguousarray(a) for a in arrays]
+        # along the last axis (past trailing axes of 1) and need it dense: only such
+        # arrays are copied.
+        arrays = [a if _dense_innermost(a) else np.ascontiguousarray(a) for a in arrays]
         outs, stats = self.kernel(schedule).run(list(arrays), None, memory_limit)
         return dict(zip(self.program.outputs(), outs)), stats
 
@@ -422,6 +422,14 @@ class KernelFunction:
 
     def __repr__(self) -> str:
         return f"<pypto.kernel {self.name} target={self.target} signatures={len(self._specs)}>"
+
+
+def _dense_innermost(a: np.ndarray) -> bool:
+    """Is the last axis longer than 1 dense (what the lowering constrains to stride 1)?"""
+    for n, st in zip(reversed(a.shape), reversed(a.strides)):
+        if n > 1:
+            return st == a.itemsize
+    return True
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, target: str = "host", dynamic: bool = True,
