@@ -93,6 +93,17 @@ void fill(RawBuffer& rb, const BufferRef& ref) {
   rb.buf.dim = rb.dims.data();
 }
 
+// The first of the `trailing` innermost axes of `b` whose stride is not the
+// dense row-major one, or -1. Extent-1 axes are never stepped: any stride holds.
+int non_dense_axis(const BufferRef& b, size_t trailing) {
+  int64_t dense = 1;
+  for (size_t k = b.shape.size(); k-- > b.shape.size() - trailing;) {
+    if (b.shape[k] > 1 && b.strides[k] != dense) return static_cast<int>(k);
+    dense *= b.shape[k];
+  }
+  return -1;
+}
+
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
@@ -198,27 +209,25 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
     const BufferRef& b = inputs[i];
     const Shape& want = p.inputs()[i].shape;
     if (b.strides.empty() || b.shape.size() != want.size()) continue;
-    for (size_t k = want.size(); k-- > 0;) {
-      if (b.shape[k] > 1 && b.strides[k] != 1)
-        throw ShapeError("buffer for '" + p.inputs()[i].name + "' must be dense along axis " + std::to_string(k) +
-                         " (its innermost axis past axes of size 1), got strides " + shape_str(b.strides) +
-                         " for shape " + shape_str(b.shape) + "; pass a contiguous copy");
-      if (want[k].is_symbolic() || want[k].value != 1) break;
+    size_t trailing = 0;
+    while (trailing < want.size()) {
+      const Dim& d = want[want.size() - 1 - trailing++];
+      if (d.is_symbolic() || d.value != 1) break;
     }
+    if (const int k = non_dense_axis(b, trailing); k >= 0)
+      throw ShapeError("buffer for '" + p.inputs()[i].name + "' must be dense along axis " + std::to_string(k) +
+                       " (its innermost axis past axes of size 1), got strides " + shape_str(b.strides) +
+                       " for shape " + shape_str(b.shape) + "; pass a contiguous copy");
   }
   // Inputs a dot_pairs stage reads in adjacent pairs must be dense row-major.
   for (size_t i = 0; i < inputs.size(); ++i) {
     const BufferRef& b = inputs[i];
     const auto need = impl_->lowered.dense_inputs.find(p.inputs()[i].name);
     if (need == impl_->lowered.dense_inputs.end() || b.strides.empty()) continue;
-    int64_t dense = 1;
-    for (size_t k = b.shape.size(); k-- > 0;) {
-      if (b.shape[k] > 1 && b.strides[k] != dense)
-        throw ShapeError("buffer for '" + p.inputs()[i].name + "' must be dense row-major (stage '" + need->second +
-                         "' reads it in adjacent pairs: dot_pairs), got strides " + shape_str(b.strides) +
-                         " for shape " + shape_str(b.shape) + "; pass a contiguous copy");
-      dense *= b.shape[k];
-    }
+    if (non_dense_axis(b, b.shape.size()) >= 0)
+      throw ShapeError("buffer for '" + p.inputs()[i].name + "' must be dense row-major (stage '" + need->second +
+                       "' reads it in adjacent pairs: dot_pairs), got strides " + shape_str(b.strides) +
+                       " for shape " + shape_str(b.shape) + "; pass a contiguous copy");
   }
   for (size_t i = 0; i < outputs.size(); ++i)
     check(outputs[i], out_names[i], p.stage(out_names[i]).dtype, &out_shapes[i]);

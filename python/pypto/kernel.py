@@ -425,7 +425,9 @@ class KernelFunction:
 
 
 def _dense_innermost(a: np.ndarray) -> bool:
-    """Is the last axis longer than 1 dense (what the lowering constrains to stride 1)?"""
+    """Is the last axis longer than 1 dense? The conservative form of the run-time
+    check in backends/Jit.cpp (which raises): a symbolic innermost dim of size 1
+    here is copied too, where the kernel would take it."""
     for n, st in zip(reversed(a.shape), reversed(a.strides)):
         if n > 1:
             return st == a.itemsize

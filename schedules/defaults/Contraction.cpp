@@ -30,6 +30,24 @@ std::pair<size_t, size_t> tile_dims(const Stage& st) {
   return {st.vars.size() - 2, st.vars.size() - 1};
 }
 
+// The iterations of the pure dims outside the register tile's two (a batch,
+// attention heads): the product of the static ones, and whether any is
+// symbolic.
+struct OuterIterations {
+  int64_t known = 1;
+  bool symbolic = false;
+};
+OuterIterations outer_iterations(const Stage& st, std::pair<size_t, size_t> rc) {
+  OuterIterations it;
+  for (size_t k = 0; k < st.vars.size(); ++k) {
+    if (k == rc.first || k == rc.second) continue;
+    const int64_t x = static_extent(st.shape[k]);
+    if (x < 0) it.symbolic = true;
+    else it.known *= x;
+  }
+  return it;
+}
+
 // The register tile over stage `e` (the epilogue, or the contraction itself):
 // rows x vectors of accumulators, the rows and the other pure dims outside, a
 // parallel loop over an outer dim, the column tiles or the row tiles. Returns
@@ -73,12 +91,8 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
     }
   }
   // The other pure dims' iterations (-1: some symbolic).
-  int64_t outer_iterations = 1;
-  for (size_t k = 0; k < e.vars.size(); ++k)
-    if (k != rc.first && k != rc.second)
-      outer_iterations = static_extent(e.shape[k]) < 0 || outer_iterations < 0
-                             ? -1
-                             : outer_iterations * static_extent(e.shape[k]);
+  const OuterIterations outer = outer_iterations(e, rc);
+  const int64_t outer_iterations = outer.symbolic ? -1 : outer.known;
   bool serial = false;
   const int64_t regs = t.vector_registers;
   const int64_t max_vectors = tile_vectors(t);
@@ -471,9 +485,7 @@ bool padded_columns(const Program& p, const Stage& mm, const Target& t) {
   // ([1, 4096] @ [4096, 40]: one padded tile 0.031 ms, two tiles 0.014).
   const int64_t steps = tile_operands(p, mm, rc).steps;
   if (steps >= 0 && steps < 16 * lanes) return false;
-  int64_t outer = 1;
-  for (size_t k = 0; k < mm.vars.size(); ++k)
-    if (k != rc.first && k != rc.second) outer *= std::max<int64_t>(static_extent(mm.shape[k]), 1);
+  const int64_t outer = outer_iterations(mm, rc).known;  // a symbolic dim counts 1: it may be
   const int64_t rows = static_extent(mm.shape[rc.first]);
   if (outer >= t.cores) return true;  // the outer dim feeds the cores
   return rows < 0 || rows >= 128 * t.cores;
