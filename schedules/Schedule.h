@@ -111,6 +111,13 @@ struct RFactor {
   // window) takes the stage's "update" directives instead: too short a row
   // for lanes of partials, the other version reduces a vector of rows per step.
   int short_below = 0;
+  // The intermediate spans a block of rows: computed at the outer loop of the
+  // stage's innermost tiled pure dim (a root stage's static tile), each
+  // reduction step over the block's rows, unrolled, its partials in registers.
+  // The rows then stream together (several memory streams in flight: a
+  // matrix-vector product's rows of A) and what they share (x) is loaded once
+  // per step for all of them.
+  bool interleave = false;
   bool operator==(const RFactor&) const = default;
 };
 

@@ -32,6 +32,22 @@ int lanes_of(const Target* target, DType accumulate) {
   return target ? target->vector_lanes(accumulate == DType::Bool ? DType::U8 : accumulate) : 0;
 }
 
+// The block of rows an interleaving intermediate spans: the innermost pure
+// dim tiled once, when static.
+struct Rows {
+  std::string dim, outer;
+  int64_t tile = 0, extent = 0;
+};
+constexpr int64_t kMaxInterleave = 16;
+std::optional<Rows> interleaved_rows(const Stage& st, const LoopSchedule& ls) {
+  for (size_t k = st.vars.size(); k-- > 0;) {
+    const auto t = ls.tile.find(st.vars[k]);
+    if (t == ls.tile.end()) continue;
+    if (t->second.size() != 1 || st.shape[k].is_symbolic()) return std::nullopt;
+    return Rows{st.vars[k], outer_loop(st.vars[k]), t->second.front(), st.shape[k].value};
+  }
+  return std::nullopt;
+}
 }  // namespace
 
 std::string rfactor_problem(const Stage& st, const RFactor& rf, const Target* target,
@@ -57,6 +73,9 @@ std::string rfactor_problem(const Stage& st, const RFactor& rf, const Target* ta
            "' (extent " + r->extent.str() +
            ") needs a symbolic extent, no \"parallel\", and at least 2 steps: it is the run-time "
            "length under which the update directives run instead; use 0 otherwise";
+  if (rf.interleave && (rf.parallel || rf.short_below))
+    return where + " interleave interleaves a block of rows within each step of one core's "
+                   "intermediate; it cannot be combined with \"parallel\" or \"short_below\"";
   const int lanes = lanes_of(target, accumulate);
   const auto fits = [&](int64_t f) { return lanes <= 1 || f % lanes == 0 || lanes % f == 0; };
   const std::string lanes_text =
@@ -111,6 +130,22 @@ std::string rfactor_problem(const Stage& st, const RFactor& rf, const Target* ta
   return "";
 }
 
+std::string interleave_problem(const Stage& st, const StageSchedule& ss) {
+  const auto rows = interleaved_rows(st, ss.loops);
+  // The update's last block is guarded, not shifted (a point updated twice
+  // would be summed twice), so whole blocks need a dividing tile.
+  const bool root = ss.compute.kind == Placement::Kind::Root;
+  if (rows && root && rows->tile >= 2 && rows->tile <= kMaxInterleave && rows->extent % rows->tile == 0)
+    return "";
+  return "stage '" + st.name + "': rfactor interleave needs the stage computed at root with its innermost "
+         "tiled pure dim static and tiled once by a divisor of its extent from 2 to " +
+         std::to_string(kMaxInterleave) + " (the rows unrolled in each step); " +
+         (rows ? "'" + rows->dim + "' (extent " + std::to_string(rows->extent) + ") is tiled by " +
+                     std::to_string(rows->tile)
+               : std::string("no static pure dim is tiled once")) +
+         (root ? std::string() : ", and it is computed " + to_string(ss.compute));
+}
+
 // Every factor rfactor_problem() accepts (divisors of a static extent, and
 // whole vectors of lanes with a guarded last step); parallel chunks are not
 // enumerated (their lengths are a continuum, chosen by the defaults).
@@ -135,7 +170,7 @@ struct RFactorDirective : Directive {
 
   void parse_value(const nlohmann::json& v, StageSchedule& ss,
                    const std::string& path) const override {
-    json::check_keys(v, path, {"rvar", "factor", "parallel", "vector_lanes", "short_below"});
+    json::check_keys(v, path, {"rvar", "factor", "parallel", "vector_lanes", "short_below", "interleave"});
     if (!v.contains("rvar") || !v.contains("factor"))
       json::fail(path, "needs \"rvar\" and \"factor\"");
     RFactor rf{json::get_string(v["rvar"], path + ".rvar"),
@@ -150,6 +185,10 @@ struct RFactorDirective : Directive {
     if (v.contains("short_below"))
       rf.short_below =
           static_cast<int>(json::get_int(v["short_below"], path + ".short_below", 0, 1 << 30));
+    if (v.contains("interleave")) {
+      if (!v["interleave"].is_boolean()) json::fail(path + ".interleave", "must be true or false");
+      rf.interleave = v["interleave"].get<bool>();
+    }
     ss.rfactor = rf;
   }
   void print(const StageSchedule& ss, nlohmann::json& js) const override {
@@ -158,6 +197,7 @@ struct RFactorDirective : Directive {
     if (ss.rfactor->parallel) js["rfactor"]["parallel"] = true;
     if (ss.rfactor->vector_lanes) js["rfactor"]["vector_lanes"] = ss.rfactor->vector_lanes;
     if (ss.rfactor->short_below) js["rfactor"]["short_below"] = ss.rfactor->short_below;
+    if (ss.rfactor->interleave) js["rfactor"]["interleave"] = true;
   }
 
   // Halide's rfactor on the stage: the rule above, and none of the directives it replaces.
@@ -188,6 +228,8 @@ struct RFactorDirective : Directive {
       if (!pure_tile) conflict("cache inside the update's loops");
     }
     if (!ss.pipeline.prefetch.empty()) conflict("prefetch");
+    if (ss.rfactor->interleave)
+      if (const std::string e = interleave_problem(c.stage, ss); !e.empty()) throw ScheduleError(e);
     if (ss.device != "cpu")
       throw ScheduleError(where + " runs on the CPU only; device is '" + ss.device + "'");
   }
@@ -250,15 +292,33 @@ struct RFactorDirective : Directive {
     Halide::Func intm = up.rfactor(ri, lane);
     if (!c.helper()) apply_caches(c, intm);  // the intermediate reads the operands now
     const LoopSchedule pure = update_pure_loops(ss.loops);
+    const auto rows = rf.interleave ? interleaved_rows(st, pure) : std::nullopt;
     if (st.vars.empty())
       intm.compute_at(red, Halide::Var::outermost());
     else
-      intm.compute_at(red, Halide::Var(innermost_pure(st, pure)));
+      intm.compute_at(red, Halide::Var(rows ? rows->outer : innermost_pure(st, pure)));
     intm.vectorize(lane);
-    std::vector<Halide::VarOrRVar> order{Halide::VarOrRVar(lane), Halide::VarOrRVar(ro)};
+    std::vector<Halide::VarOrRVar> order{Halide::VarOrRVar(lane)};
+    if (rows) {
+      // Lanes innermost in storage too (rfactor appends the lane dim, which
+      // would put each row's lanes a block apart: strided vectors), the
+      // block's rows inside each step, unrolled so their partials are
+      // registers. The block is the tile's (a root stage's static tile
+      // shifts its last block inwards, so every block is whole).
+      std::vector<Halide::Var> storage{lane};
+      for (auto it = st.vars.rbegin(); it != st.vars.rend(); ++it) {
+        storage.emplace_back(*it);
+        order.emplace_back(Halide::Var(*it));
+      }
+      intm.reorder_storage(storage);
+      intm.bound_extent(Halide::Var(rows->dim), static_cast<int>(rows->tile));
+      intm.unroll(Halide::Var(rows->dim));
+    }
+    order.emplace_back(ro);
     for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it)
       if (it->name != rf.rvar) order.emplace_back(Halide::RVar(it->name));
     intm.update(0).reorder(order).vectorize(lane);
+    if (rows) intm.update(0).unroll(Halide::Var(rows->dim));
     // The stage's own update now reduces `factor` lanes. Vectorized as an
     // atomic reduction, Halide emits one VectorReduce: a halving tree of
     // shuffles and vector ops (log2(factor) steps) instead of `factor`
@@ -428,10 +488,13 @@ struct RFactorDirective : Directive {
       ++depth;
     }
     const std::string rf_ref = st.name + "__rf(" + args + sep + lane + ")";
+    const auto rows = rf.interleave ? interleaved_rows(st, ss.loops) : std::nullopt;
+    const std::optional<std::string> block = rows ? std::optional<std::string>(rows->outer) : std::nullopt;
     auto intermediate = [&](int d) {
       e.line(d, "intermediate " + st.name + "__rf: rfactor of " + rf.rvar + " by " + f + " (" +
                     rf.rvar + " = " + outer_loop(rf.rvar) + " * " + f + " + " + lane +
-                    "), per point");
+                    (block ? "), per block of " + *block + ", its rows interleaved in each step, unrolled"
+                           : std::string("), per point")));
       e.line(d + 1, "vectorized x" + f + " for " + lane + " in [0, " + f + "): " + rf_ref + " = " +
                         u.init);
       e.line(d + 1, "for " + outer_loop(rf.rvar) + " in [0, " + chunks(*rv, rf.factor) + ")" +
@@ -450,7 +513,7 @@ struct RFactorDirective : Directive {
       intermediate(depth);
       e.nest(lanes, combine, true, depth, body);
     } else {
-      e.nest(lanes, combine, true, depth, body, innermost_pure(st, combine), intermediate);
+      e.nest(lanes, combine, true, depth, body, block ? *block : innermost_pure(st, combine), intermediate);
     }
     return true;
   }

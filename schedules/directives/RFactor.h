@@ -19,6 +19,11 @@ const Directive& rfactor_directive();
 std::string rfactor_problem(const Stage& st, const RFactor& rf, const Target* target,
                             DType accumulate);
 
+// Why `ss`'s rfactor cannot interleave its rows (RFactor::interleave), or ""
+// when it can: the stage computed at root, its innermost tiled pure dim static
+// and tiled once by a divisor from 2 to 16.
+std::string interleave_problem(const Stage& st, const StageSchedule& ss);
+
 // Every rfactor of `st` that rfactor_problem() accepts, without the parallel
 // ones: per reduction variable (outermost first), factors ascending. Empty
 // for argmin/argmax and pure stages.

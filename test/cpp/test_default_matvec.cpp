@@ -8,6 +8,7 @@
 // every size.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <tuple>
 
 #include "Helpers.h"
 #include "dsl/ops/Ops.h"
@@ -83,6 +84,33 @@ TEST_CASE("default matrix-vector: rows in parallel blocks of ~2^14 elements",
   REQUIRE(streams_rows(ss));
   CHECK(ss.find("mv")->loops.tile.count("i") == 0);
   CHECK(ss.find("mv")->loops.parallel == std::vector<std::string>{"i"});
+}
+
+// A block whose tile divides the rows streams them together (rfactor
+// interleave): rows x vectors of partials in half the registers; a prime
+// row count keeps one row at a time. Exact either way.
+TEST_CASE("default matrix-vector: the block's rows stream together where the tile divides them",
+          "[defaults][matvec]") {
+  const Target t = host_target();
+  if (t.cores < 2) return;
+  const int lanes = t.vector_lanes(DType::F32);
+  std::mt19937 rng(12);
+  for (const auto& [m, k, together] : std::vector<std::tuple<int64_t, int64_t, bool>>{
+           {1100, 4096, true}, {1103, 4096, false}, {600, 2048, true}}) {
+    INFO(m << "x" << k);
+    const Program p = matvec(m, k, false, false);
+    const Schedule s = default_schedule(p, t);
+    REQUIRE(streams_rows(s));
+    const StageSchedule& ms = *s.find("mv");
+    CHECK(ms.rfactor->interleave == together);
+    if (together) {
+      const int64_t rows = ms.loops.tile.at("i").front();
+      CHECK(m % rows == 0);
+      CHECK(rows * (ms.rfactor->factor / lanes) <= t.vector_registers / 2);
+    }
+    const Kernel kern(p, s, t);
+    CHECK(check(kern, m, k, false, rng) <= 1.0);
+  }
 }
 
 TEST_CASE("default matrix-vector matches float64 at odd, prime, size-1 and symbolic extents",

@@ -245,6 +245,50 @@ TEST_CASE("rfactor: strict JSON and round trip", "[rfactor][json]") {
   CHECK_THROWS_AS(schedule_from_json_string(R"({"schema": 1, "stages": {"r": {"rfactor": [16]}}})"), ScheduleError);
 }
 
+// interleave: the intermediate spans a block of rows, each step over all of
+// them. Whole blocks only (the update's last block is guarded, not shifted).
+TEST_CASE("rfactor: interleaved rows match float64, validate and round-trip", "[rfactor]") {
+  const Target t = parse_target("host");
+  const int lanes = t.vector_lanes(DType::F32);
+  Program p("rows");
+  const Tensor x = p.input("X", {24, 300});
+  const Tensor v = p.input("v", {300});
+  p.output(p.define_reduce("r", {"i"}, {24}, ReduceOp::Sum, {{"j", Dim(300)}},
+                           x(var("i"), var("j")) * v(var("j")), OpKind::Reduction, "reduce"));
+  std::mt19937 rng(21);
+  const std::map<std::string, HostTensor> in = {{"X", random_tensor({24, 300}, rng)},
+                                                {"v", random_tensor({300}, rng)}};
+  for (const int64_t rows : {2, 3, 4, 6, 8, 12}) {
+    for (const int vectors : {1, 2}) {
+      INFO(rows << " rows, " << vectors << " vectors");
+      Schedule s;
+      s["r"].loops.tile["i"] = {rows};
+      s["r"].rfactor = RFactor{"j", vectors * lanes};
+      s["r"].rfactor->interleave = true;
+      REQUIRE_NOTHROW(validate(p, s, &t));
+      // A reassociated f32 sum of 300 products in [-1, 1]: at most 300 * 2^-24 * 300 absolute.
+      CHECK(check(p, s, in, 6e-8, 5.4e-3) <= 1.0);
+      CHECK(schedule_from_json_string(schedule_to_json_string(s, 2)) == s);
+      CHECK_THAT(explain(p, s, &t), Contains("per block of i_o, its rows interleaved in each step, unrolled"));
+    }
+  }
+  Schedule s;
+  s["r"].loops.tile["i"] = {5};
+  s["r"].rfactor = RFactor{"j", lanes};
+  s["r"].rfactor->interleave = true;
+  CHECK_THROWS_WITH(validate(p, s, &t), Contains("stage 'r': rfactor interleave needs") &&
+                                            Contains("'i' (extent 24) is tiled by 5"));
+  s["r"].loops.tile.clear();
+  CHECK_THROWS_WITH(validate(p, s, &t), Contains("no static pure dim is tiled once"));
+  s["r"].loops.tile["i"] = {4};
+  s["r"].rfactor->parallel = true;
+  CHECK_THROWS_WITH(validate(p, s, &t), Contains("cannot be combined with \"parallel\""));
+  CHECK_THROWS_WITH(
+      schedule_from_json_string(
+          R"({"schema": 1, "stages": {"r": {"rfactor": {"rvar": "j", "factor": 16, "interleave": 1}}}})"),
+      Contains("stages.r.rfactor.interleave") && Contains("must be true or false"));
+}
+
 TEST_CASE("rfactor: explain shows the intermediate", "[rfactor]") {
   const Target t = parse_target("host");
   const Program p = row_reduction(ReduceOp::Max);
