@@ -665,24 +665,28 @@ bool matrix_vector(const Program& p, const Stage& st, const Target& t, Schedule&
     // -> 4.9 ms, numpy 4.6, Zen 4 VM), rows x vectors partials in half the
     // registers, the rest for A's loads and x. Interleaving needs whole
     // blocks: the nearest row count that divides m, within a factor of 2.
-    int64_t block = rows;
-    for (int64_t d = 1; m % block != 0 && d <= rows; ++d)
+    int64_t block = 0;
+    for (int64_t d = 0; !block && d <= rows; ++d)
       for (const int64_t b : {rows - d, rows + d})
-        if (m % block != 0 && 2 * b >= rows && b <= 2 * rows && b >= 2 && m % b == 0) block = b;
-    const int64_t vectors_fit = t.vector_registers / 2 / block;
-    int64_t vectors = rf->factor / lanes;
-    while (vectors > 1 && vectors > vectors_fit) vectors /= 2;
-    RFactor together = *rf;
-    together.factor = static_cast<int>(vectors * lanes);
-    together.interleave = true;
-    ss.loops.tile[v] = {block};
-    ss.loops.parallel = {outer_loop(v)};
-    ss.rfactor = together;
-    if (block * vectors <= t.vector_registers / 2 &&
-        directives::rfactor_problem(st, together, &t, st.dtype).empty() &&
-        directives::interleave_problem(st, ss).empty())
-      return true;
+        if (!block && 2 * b >= rows && b <= 2 * rows && b >= 2 && m % b == 0) block = b;
+    if (block) {
+      int64_t vectors = rf->factor / lanes;
+      while (vectors > 1 && block * vectors > t.vector_registers / 2) vectors /= 2;
+      StageSchedule together = ss;
+      together.loops.tile[v] = {block};
+      together.loops.parallel = {outer_loop(v)};
+      together.rfactor = *rf;
+      together.rfactor->factor = static_cast<int>(vectors * lanes);
+      together.rfactor->interleave = true;
+      if (block * vectors <= t.vector_registers / 2 &&
+          directives::rfactor_problem(st, *together.rfactor, &t, st.dtype).empty() &&
+          directives::interleave_problem(st, together).empty()) {
+        ss = together;
+        return true;
+      }
+    }
     ss.loops.tile[v] = {rows};  // one row at a time
+    ss.loops.parallel = {outer_loop(v)};
   } else {
     ss.loops.parallel = {v};
   }

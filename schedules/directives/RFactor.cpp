@@ -303,8 +303,8 @@ struct RFactorDirective : Directive {
       // Lanes innermost in storage too (rfactor appends the lane dim, which
       // would put each row's lanes a block apart: strided vectors), the
       // block's rows inside each step, unrolled so their partials are
-      // registers. The block is the tile's (a root stage's static tile
-      // shifts its last block inwards, so every block is whole).
+      // registers. The block is the tile's, which divides the dim
+      // (interleave_problem), so every block is whole.
       std::vector<Halide::Var> storage{lane};
       for (auto it = st.vars.rbegin(); it != st.vars.rend(); ++it) {
         storage.emplace_back(*it);
@@ -489,11 +489,10 @@ struct RFactorDirective : Directive {
     }
     const std::string rf_ref = st.name + "__rf(" + args + sep + lane + ")";
     const auto rows = rf.interleave ? interleaved_rows(st, ss.loops) : std::nullopt;
-    const std::optional<std::string> block = rows ? std::optional<std::string>(rows->outer) : std::nullopt;
     auto intermediate = [&](int d) {
       e.line(d, "intermediate " + st.name + "__rf: rfactor of " + rf.rvar + " by " + f + " (" +
                     rf.rvar + " = " + outer_loop(rf.rvar) + " * " + f + " + " + lane +
-                    (block ? "), per block of " + *block + ", its rows interleaved in each step, unrolled"
+                    (rows ? "), per block of " + rows->outer + ", its rows interleaved in each step, unrolled"
                            : std::string("), per point")));
       e.line(d + 1, "vectorized x" + f + " for " + lane + " in [0, " + f + "): " + rf_ref + " = " +
                         u.init);
@@ -513,7 +512,7 @@ struct RFactorDirective : Directive {
       intermediate(depth);
       e.nest(lanes, combine, true, depth, body);
     } else {
-      e.nest(lanes, combine, true, depth, body, block ? *block : innermost_pure(st, combine), intermediate);
+      e.nest(lanes, combine, true, depth, body, rows ? rows->outer : innermost_pure(st, combine), intermediate);
     }
     return true;
   }
