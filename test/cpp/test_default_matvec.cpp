@@ -96,7 +96,10 @@ TEST_CASE("default matrix-vector: the block's rows stream together where the til
   const int lanes = t.vector_lanes(DType::F32);
   std::mt19937 rng(12);
   for (const auto& [m, k, together] : std::vector<std::tuple<int64_t, int64_t, bool>>{
-           {1100, 4096, true}, {1103, 4096, false}, {600, 2048, true}}) {
+           {1100, 4096, true}, {1103, 4096, false}, {600, 2048, true},
+           // Short rows want more rows per block than the registers hold:
+           // the largest dividing block that fits (24 wanted, 15 taken).
+           {3000, 700, true}}) {
     INFO(m << "x" << k);
     const Program p = matvec(m, k, false, false);
     const Schedule s = default_schedule(p, t);
