@@ -202,7 +202,7 @@ class Lowering {
       out.inputs.push_back(ip);
     }
     for (const std::string& o : p_.outputs())
-      if (!p_.consumers(o).empty()) read_outputs_.insert(o);
+      if (!p_.consumers(o).empty() || combines_own_values(o)) read_outputs_.insert(o);
     for (const Stage& st : p_.stages()) define(st);
     // A dot_pairs stage loads (pair, lane) vectors across two dims of what it
     // reads; Halide needs their strides to know the pairs are adjacent. Such
@@ -295,6 +295,13 @@ class Lowering {
   // 16 or 32 bytes: softmax vectorized over a layer_norm output crashed at
   // some addresses (found by the random program test). The copy costs one
   // pass over that output.
+  // An output whose schedule reads its own values as vectors (an rfactor's
+  // combine across cores) is computed into a Func of its own as well.
+  bool combines_own_values(const std::string& o) const {
+    if (s_.options.opt_level == 0 || o_.for_autoscheduler || t_.has_device()) return false;
+    const StageSchedule* ss = s_.find(o);
+    return ss && directives::combines_in_vectors(*ss);
+  }
   std::string func_name(const std::string& stage) const {
     return symbol_name(stage) + (read_outputs_.count(stage) ? "__val" : "");
   }
@@ -540,6 +547,7 @@ class Lowering {
     const Stage& stage() const override { return st_; }
     const StageSchedule& schedule() const override { return ss_; }
     Halide::Func func() override { return l_.funcs_.at(st_.name); }
+    bool caller_buffer() const override { return l_.p_.is_output(st_.name) && !l_.read_outputs_.count(st_.name); }
     std::optional<Halide::Func> helper() override {
       const auto h = l_.helpers_.find(st_.name);
       if (h == l_.helpers_.end()) return std::nullopt;

@@ -700,4 +700,31 @@ bool matrix_vector(const Program& p, const Stage& st, const Target& t, Schedule&
   return true;
 }
 
+// x[1, K] @ W[K, N]: one output row, so every element of W feeds one FMA and
+// the stage streams W once. The one-row register tile reads W in pieces of up
+// to 24 vectors, a row stride apart, each a fresh cache miss that the
+// prefetchers do not follow across pages; from past half the L2 that is the
+// cost. The reduction rule (Reduction.cpp's along_kept) instead splits W's rows
+// across cores, each streaming one contiguous block into a row of partials in
+// L1, 4 rows per load and store of a vector of partials, and combines the
+// cores' rows. 2 threads, SPR VM, ms, tile / split (numpy): [300, 2000]
+// (2.3 MiB) 0.018 / 0.019 (0.019); [128, 4096] (2 MiB) 0.040 / 0.017
+// (0.015); [768, 3072] 0.21 / 0.13 (0.15); [1000, 5000] 0.49 / 0.33 (0.29);
+// [6732, 735] 0.39 / 0.34 (0.51); [32, 2048] (256 KiB) 0.0032 / 0.0045
+// (0.0039). Columns that are not whole vectors end in a masked store of
+// partials, which the next load cannot take from the store buffer; at one
+// load and store per 4 rows that stall is rare.
+bool one_row_stream(const Program& p, const Stage& st, const Target& t) {
+  if (st.kind != OpKind::Contraction || !st.reduce || *st.reduce != ReduceOp::Sum ||
+      !is_float(st.dtype) || st.vars.empty() || t.cores < 2 || t.has_device())
+    return false;
+  for (size_t k = 0; k + 1 < st.vars.size(); ++k)
+    if (static_extent(st.shape[k]) != 1) return false;
+  const int64_t cols = static_extent(st.shape.back());
+  const int lanes = t.vector_lanes(st.dtype);
+  if (cols < lanes || lanes < 2 || stream_var(p, st) != st.vars.back()) return false;
+  const int64_t w = streamed_bytes(p, st, {st.vars.size() >= 2 ? st.vars.size() - 2 : 0, st.vars.size() - 1});
+  return st.vars.size() >= 2 && w >= t.l2_bytes / 2;
+}
+
 }  // namespace pto::defaults

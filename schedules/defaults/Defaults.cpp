@@ -172,6 +172,7 @@ Schedule default_schedule(const Program& p, const Target& t) {
   // them and fuse; without one, accumulate into a register tile of their own.
   for (const Stage& st : p.stages()) {
     if (matrix_vector(p, st, t, s)) continue;  // A @ x: a stream of A's rows, not a register tile
+    if (one_row_stream(p, st, t)) continue;    // x @ W: the reduction rule's split of W's rows
     const bool conv =
         st.kind == OpKind::Convolution && st.vars.size() >= 3 && !window_conv(p, st, t);
     if ((st.kind != OpKind::Contraction && !conv) || !st.reduce || st.vars.size() < 2 ||

@@ -45,8 +45,8 @@ DType accumulator_type(const Stage& st) {
   return st.dtype == DType::Bool ? DType::U8 : st.dtype;
 }
 
-// The reduction's stream: the variable that indexes the innermost dim of the
-// largest tensor the stage reads, or empty when that index is not a variable.
+}  // namespace
+
 std::string stream_var(const Program& p, const Stage& st) {
   struct Reads : IRVisitor {
     const Program& p;
@@ -66,6 +66,8 @@ std::string stream_var(const Program& p, const Stage& st) {
   r.visit(st.value);
   return r.var;
 }
+
+namespace {
 
 int64_t round_up(int64_t a, int64_t b) {
   return (a + b - 1) / b * b;
@@ -94,7 +96,7 @@ std::optional<RFactor> parallel_split(const Stage& st, const RVar& rv, bool lane
   const int lanes = t.vector_lanes(accumulator_type(st));
   RFactor rf{rv.name, 0, true, 0};
   if (lanes_along && lanes > 1) rf.vector_lanes = 4 * lanes;
-  const int64_t unit = std::max(rf.vector_lanes, 1);
+  const int64_t unit = rf.vector_lanes ? rf.vector_lanes : directives::kChunkUnroll;
   if (rv.extent.is_symbolic()) {
     rf.factor = 1 << 13;
   } else {
@@ -191,9 +193,15 @@ void along_kept(const Stage& st, const Target& t, StageSchedule& ss) {
     // the prefetchers follow worse, in and out of cache (Zen 4 VM, 2 threads,
     // ms, shares / chunks of rows): [30522, 768] 6.2 / 2.8 (numpy 3.8),
     // [4096, 4096] 3.6 / 2.9, [1000, 3000] 0.16 / 0.115, [2000, 768] 0.088 /
-    // 0.066; past it, the chunks' accumulator rows leave L1: [200, 8192]
-    // 0.065 / 0.107.
-    if ((elements(st.shape) <= l1_block || per_core * bytes < 4 * t.cache_line_bytes) &&
+    // 0.066; past it, the chunks' rows of partials leave L1: [200, 8192]
+    // 0.065 / 0.107. Also past it where the input outgrows the cores' L2s:
+    // the chunk loads and stores its partials once per 4 rows (RFactor.h's
+    // kChunkUnroll), from L2 at worst, while the input streams from further
+    // out (SPR VM, 2 threads: [4096, 11008] 5.3 / 3.9 ms, [1000, 16384] 1.7 /
+    // 1.1; [200, 8192] 0.090 / 0.091).
+    const int64_t input_bytes = times(times(elements(st.shape), reduction_steps(st)), bytes);
+    if ((elements(st.shape) <= l1_block || per_core * bytes < 4 * t.cache_line_bytes ||
+         input_bytes > times(t.l2_bytes, t.cores)) &&
         !st.is_arg_reduction()) {
       const RVar* longest = nullptr;
       for (const RVar& r : st.rvars)

@@ -105,6 +105,9 @@ void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e
 void contraction_alone(const Program& p, const Stage& mm, const Target& t, Schedule& s);
 // A @ x: rows of A streamed in parallel blocks, lanes of partials; false where it does not apply.
 bool matrix_vector(const Program& p, const Stage& st, const Target& t, Schedule& s);
+// x @ W with one output row, W too large for the register tile's strided
+// pieces: left to the reduction rule, which splits W's rows across cores.
+bool one_row_stream(const Program& p, const Stage& st, const Target& t);
 
 // ChannelsLastConv.cpp
 bool channels_last_conv(const Stage& st);
@@ -137,6 +140,9 @@ bool window_stage(const Program& p, const Stage& st, const Target& t);
 void window(const Program& p, const Stage& w, const Target& t, Schedule& s);
 // Reduction.cpp: a reduction stage left at the plain root schedule.
 void reduction(const Program& p, const Stage& st, const Target& t, Schedule& s);
+// The reduction's stream: the variable that indexes the innermost dim of the
+// largest tensor the stage reads, or empty when that index is not a variable.
+std::string stream_var(const Program& p, const Stage& st);
 
 // DotPairs.cpp
 void dot_pairs(const Program& p, const Target& t, Schedule& s);

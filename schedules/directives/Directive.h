@@ -71,6 +71,11 @@ class ApplyContext {
   // The extent of a dim as a Halide Expr (a symbolic size: the input dim it is bound to).
   virtual Halide::Expr extent(const Dim& d) = 0;
 
+  // Is func() a pipeline output, realized into the caller's buffer? Halide
+  // takes a Func's loads to be as aligned as its own allocations, so vector
+  // loads of such a Func (an update reading its own values) may fault.
+  virtual bool caller_buffer() const = 0;
+
   // The Func whose update runs the reduction: helper() or func().
   Halide::Func reducer() {
     const auto h = helper();

@@ -24,6 +24,19 @@ std::string rfactor_problem(const Stage& st, const RFactor& rf, const Target* ta
 // and tiled once by a divisor from 2 to 16.
 std::string interleave_problem(const Stage& st, const StageSchedule& ss);
 
+// Steps of a chunk across cores (RFactor::parallel without vector_lanes)
+// unrolled inside each vector of the stage's innermost dim, where the chunk
+// is a multiple of them: the partial vector is then loaded and stored once
+// per this many steps.
+inline constexpr int kChunkUnroll = 4;
+
+// Does the rfactor of `ss` combine its chunks across cores in vectors along
+// the stage's innermost dim (a parallel rfactor without vector_lanes)? That
+// combine loads the stage's own values as vectors, which Halide emits as
+// aligned loads, so the stage must not be the caller's buffer (an output is
+// computed into a Func of its own and copied out: backends/Lower.cpp).
+bool combines_in_vectors(const StageSchedule& ss);
+
 // Every rfactor of `st` that rfactor_problem() accepts, without the parallel
 // ones: per reduction variable (outermost first), factors ascending. Empty
 // for argmin/argmax and pure stages.

@@ -103,7 +103,7 @@ TEST_CASE("default contraction: the register tile with the fewest estimated cycl
   // hold that still gives each core work: one row streams B in 24-vector
   // pieces, 4 rows in 6-vector ones.
   CHECK(tile(3, 500, 128).first == 3);
-  CHECK(tile(1, 768, 3072) == std::pair<int64_t, int64_t>{1, 384});
+  CHECK(tile(1, 32, 3072) == std::pair<int64_t, int64_t>{1, 384});  // W past L2 / 2: one_row_stream
   CHECK(tile(4, 4096, 4096) == std::pair<int64_t, int64_t>{4, 96});
   CHECK(tile(1, 300, 200).second == 112);  // 2 tiles of 7 vectors, one a core, not one of 13
 }

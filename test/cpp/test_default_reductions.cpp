@@ -13,6 +13,7 @@
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
+#include "schedules/directives/RFactor.h"
 
 using namespace pto;
 using namespace pto::test;
@@ -82,10 +83,10 @@ TEST_CASE("default reductions: column sums vectorize the kept dim, parallel or s
   CHECK(worst(colsum, shapes, false, 0, 1e-9) <= 1.0);
   CHECK(worst(colsum, {{1, 1}, {5, 3}, {257, 769}, {3001, 64}, {2, 20000}}, true, 0, 1e-9) <= 1.0);
   // The structure: a row wider than half of L1 vectorizes along columns, rows
-  // outside, column blocks in parallel.
+  // outside, column blocks in parallel, while the input fits the cores' L2s.
   const int64_t wide = host_target().l1_bytes;  // f32: 4x L1
   Program p("colsum");
-  p.output(ops::reduce_sum(p.input("X", {512, wide}), {0}, false, "s"));
+  p.output(ops::reduce_sum(p.input("X", {8, wide}), {0}, false, "s"));
   const Schedule s = default_schedule(p, host_target());
   const StageSchedule& e = entry(p, s, "s");
   REQUIRE(e.update);
@@ -94,11 +95,14 @@ TEST_CASE("default reductions: column sums vectorize the kept dim, parallel or s
   CHECK(!e.accumulator_at.empty());
   if (host_target().cores > 1) {
     CHECK(!e.loops.parallel.empty());
-    // Rows whose sum fits the accumulator block: the rows are split across
-    // cores instead, each core streaming one contiguous block.
-    for (const int64_t cols : {int64_t{64}, int64_t{768}}) {
+    // Rows whose sum fits the accumulator block, or an input past the
+    // cores' L2s: the rows are split across cores instead, each core
+    // streaming one contiguous block.
+    for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+             {100000, 64}, {100000, 768}, {4 * host_target().l2_bytes * host_target().cores / wide, wide}}) {
+      INFO(rows << " x " << cols);
       Program q("narrow");
-      q.output(ops::reduce_sum(q.input("X", {100000, cols}), {0}, false, "s"));
+      q.output(ops::reduce_sum(q.input("X", {rows, cols}), {0}, false, "s"));
       const Schedule sq = default_schedule(q, host_target());
       REQUIRE(entry(q, sq, "s").rfactor);
       CHECK(entry(q, sq, "s").rfactor->parallel);
@@ -183,7 +187,7 @@ TEST_CASE("default reductions: matrix-vector products, both sides, static and sy
       {{1, 1}, {1}},          {{7, 13}, {13}},      {{300, 257}, {257}},
       {{3, 40000}, {40000}},  {{33}, {33, 70}},     {{4000}, {4000, 8}},
       {{257, 129}, {129, 1}}, {{1, 300}, {300, 3}}, {{2, 5000}, {5000, 1}},
-      {{1, 37}, {37, 100}},   {{1, 768}, {768, 1031}}};
+      {{1, 37}, {37, 100}},   {{1, 768}, {768, 1031}}, {{1, 300}, {300, 2000}}};
   for (const bool symbolic : {false, true})
     for (const Case& c : cases) {
       INFO((symbolic ? "symbolic " : "static ")
@@ -202,13 +206,22 @@ TEST_CASE("default reductions: matrix-vector products, both sides, static and sy
       const Schedule s = default_schedule(p, host_target());
       // One static output row with a vector's width of columns (x @ W in a
       // decoder step): a register tile of that one row (Contraction.cpp),
-      // vectorized along the columns.
+      // vectorized along the columns; past half the L2 of W, W's rows split
+      // across cores (one_row_stream), each core's chunk vectorized along
+      // the columns.
       if (!symbolic && c.a.size() == 2 && c.a[0] == 1 && c.b.size() == 2 && c.b[1] >= 16) {
         const StageSchedule& ms = s.stages.at("mv");
-        REQUIRE(ms.update);
-        CHECK(ms.update->order.back() == p.stage("mv").vars.back());
-        CHECK(ms.loops.tile.at(p.stage("mv").vars[0]) == std::vector<int64_t>{1});
-        CHECK(!ms.accumulator_at.empty());
+        if (host_target().cores > 1 && c.b[0] * c.b[1] * 4 >= host_target().l2_bytes / 2) {
+          REQUIRE(ms.rfactor);
+          CHECK(ms.rfactor->parallel);
+          CHECK(ms.rfactor->vector_lanes == 0);
+          CHECK(ms.rfactor->factor % directives::kChunkUnroll == 0);
+        } else {
+          REQUIRE(ms.update);
+          CHECK(ms.update->order.back() == p.stage("mv").vars.back());
+          CHECK(ms.loops.tile.at(p.stage("mv").vars[0]) == std::vector<int64_t>{1});
+          CHECK(!ms.accumulator_at.empty());
+        }
       }
       const Kernel k(p, s, host_target());
       const std::map<std::string, HostTensor> in = {{"A", small_integers(c.a, rng)},
