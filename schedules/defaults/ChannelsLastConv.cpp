@@ -185,12 +185,17 @@ bool weights_outweigh_input(const Program& p, const Stage& conv) {
 // 128-channel layer (0.6 MB): 0.91x row-parallel vs 0.64x.
 //
 // Weights stored blocked by output channels ([O/B, KH, KW, C, B], rank 5)
-// change that for 1x1 layers whose rows split evenly across the cores: each
-// core's weight stream is then contiguous, and the row-parallel tile wins
-// (2 threads, 14x14 1x1 layers with 2 MB of weights: layer 14 0.449 -> 0.420
-// ms, layer 17 0.437 -> 0.428). 3x3 layers keep channel tiles (layer 12
-// 0.446 vs 0.466 ms row-parallel, layer 16 within noise), as do 7x7 maps,
-// whose 7 rows do not split evenly (layer 19 0.205 vs 0.240 ms).
+// change that for 1x1 layers whose rows split evenly across the cores and
+// whose input outgrows a core's L2: each core's weight stream is then
+// contiguous, while channel tiles would re-read the input from L3 once per
+// tile group, and the row-parallel tile wins (Zen 5, 1 MB of L2, 2 threads,
+// 14x14 1x1 layers with 2 MB of weights: layer 14 (1.6 MB of input) 0.449 ->
+// 0.420 ms; layer 17 (0.8 MB) 0.437 -> 0.428, within noise). Where the
+// input stays in the L2, channel tiles win (SPR VM, 2 MB of L2: layer 14
+// 0.69 -> 0.54 ms, layer 17 0.66 -> 0.53; oneDNN 0.49, 0.45). 3x3 layers keep
+// channel tiles (layer 12 0.446 vs 0.466 ms row-parallel, layer 16 within
+// noise), as do 7x7 maps, whose 7 rows do not split evenly (layer 19 0.205
+// vs 0.240 ms).
 bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t) {
   if (!weights_outweigh_input(p, conv)) return false;
   const auto reads = conv.reads();
@@ -201,7 +206,11 @@ bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t) {
   for (const RVar& r : conv.rvars)
     if (r.name != roles(conv).in_channel) taps *= std::max<int64_t>(1, static_extent(r.extent));
   const int64_t oh = static_extent(conv.shape[1]);
-  if (w.shape.size() == 5 && taps == 1 && t.cores > 1 && oh > 0 && oh % t.cores == 0) return false;
+  const TensorInfo& in = p.tensor(reads[0]);
+  int64_t in_bytes = bytes(in.dtype);
+  for (const Dim& d : in.shape) in_bytes *= std::max<int64_t>(static_extent(d), 1);
+  if (w.shape.size() == 5 && taps == 1 && t.cores > 1 && oh > 0 && oh % t.cores == 0 && in_bytes > t.l2_bytes)
+    return false;
   return 2 * n > t.l2_bytes;
 }
 
