@@ -718,13 +718,16 @@ bool one_row_stream(const Program& p, const Stage& st, const Target& t) {
   if (st.kind != OpKind::Contraction || !st.reduce || *st.reduce != ReduceOp::Sum ||
       !is_float(st.dtype) || st.vars.empty() || t.cores < 2 || t.has_device())
     return false;
+  if (st.vars.size() < 2) return false;
   for (size_t k = 0; k + 1 < st.vars.size(); ++k)
     if (static_extent(st.shape[k]) != 1) return false;
+  // Symbolic sizes count as large: a kernel compiled once for every size is
+  // the one that long rows run through.
   const int64_t cols = static_extent(st.shape.back());
   const int lanes = t.vector_lanes(st.dtype);
-  if (cols < lanes || lanes < 2 || stream_var(p, st) != st.vars.back()) return false;
-  const int64_t w = streamed_bytes(p, st, {st.vars.size() >= 2 ? st.vars.size() - 2 : 0, st.vars.size() - 1});
-  return st.vars.size() >= 2 && w >= t.l2_bytes / 2;
+  if ((cols >= 0 && cols < lanes) || lanes < 2 || stream_var(p, st) != st.vars.back()) return false;
+  const int64_t w = streamed_bytes(p, st, {st.vars.size() - 2, st.vars.size() - 1});
+  return w < 0 || w >= t.l2_bytes / 2;
 }
 
 }  // namespace pto::defaults

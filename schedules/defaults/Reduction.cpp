@@ -40,6 +40,16 @@ int64_t elements(const Shape& s) {
   return n < 0 ? std::numeric_limits<int64_t>::max() / 4 : n;
 }
 
+int64_t round_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b * b;
+}
+
+// a * b for non-negative counts, saturating at the "large" of elements().
+int64_t times(int64_t a, int64_t b) {
+  constexpr int64_t kLarge = std::numeric_limits<int64_t>::max() / 4;
+  return a == 0 || b <= kLarge / a ? std::min(a * b, kLarge) : kLarge;
+}
+
 DType accumulator_type(const Stage& st) {
   if (st.dtype == DType::BF16 || st.dtype == DType::F16) return DType::F32;  // wide_arithmetic
   return st.dtype == DType::Bool ? DType::U8 : st.dtype;
@@ -48,15 +58,20 @@ DType accumulator_type(const Stage& st) {
 }  // namespace
 
 std::string stream_var(const Program& p, const Stage& st) {
+  // Sizes compare by their symbolic dims first ([1, K] < [K, N]), then by
+  // the product of the static ones.
   struct Reads : IRVisitor {
     const Program& p;
-    int64_t best = -1;
+    std::pair<int, int64_t> best{-1, -1};
     std::string var;
     explicit Reads(const Program& q) : p(q) {}
     void visit_access(const AccessNode& n) override {
       IRVisitor::visit_access(n);
       if (!p.has_tensor(n.tensor) || n.args.empty()) return;
-      const int64_t e = elements(p.tensor(n.tensor).shape);
+      std::pair<int, int64_t> e{0, 1};
+      for (const Dim& d : p.tensor(n.tensor).shape)
+        if (d.is_symbolic()) ++e.first;
+        else e.second = times(e.second, d.value);
       if (e <= best) return;
       best = e;
       const auto* v = n.args.back().as<VarNode>();
@@ -69,16 +84,6 @@ std::string stream_var(const Program& p, const Stage& st) {
 
 namespace {
 
-int64_t round_up(int64_t a, int64_t b) {
-  return (a + b - 1) / b * b;
-}
-
-// a * b for non-negative counts, saturating at the "large" of elements().
-int64_t times(int64_t a, int64_t b) {
-  constexpr int64_t kLarge = std::numeric_limits<int64_t>::max() / 4;
-  return a == 0 || b <= kLarge / a ? std::min(a * b, kLarge) : kLarge;
-}
-
 // Steps of the reduction: the product of the reduction extents (large when symbolic).
 int64_t reduction_steps(const Stage& st) {
   Shape s;
@@ -88,9 +93,11 @@ int64_t reduction_steps(const Stage& st) {
 
 // The reduction split across cores in chunks: `stream` keeps vector lanes of
 // partials within a chunk when the reduction streams along `rv` itself.
-// Chunks of one core's share of a static extent; of a fixed 2^13 steps (32
-// KiB of f32 per row) for a symbolic one, which keeps a chunk's work above a
-// thread wake-up at any length and gives a long row several chunks per core.
+// Chunks of one core's share of a static extent. Over a symbolic one, lanes
+// of partials take chunks of a fixed 2^13 steps (32 KiB of f32 per row), which
+// keeps a chunk's work above a thread wake-up at any length and gives a long
+// row several chunks per core; rows of a kept dim take one chunk per core,
+// sized at run time (factor 0: a column sum over 1000 rows is one 2^13 chunk).
 std::optional<RFactor> parallel_split(const Stage& st, const RVar& rv, bool lanes_along,
                                       const Target& t) {
   const int lanes = t.vector_lanes(accumulator_type(st));
@@ -98,7 +105,7 @@ std::optional<RFactor> parallel_split(const Stage& st, const RVar& rv, bool lane
   if (lanes_along && lanes > 1) rf.vector_lanes = 4 * lanes;
   const int64_t unit = rf.vector_lanes ? rf.vector_lanes : directives::kChunkUnroll;
   if (rv.extent.is_symbolic()) {
-    rf.factor = 1 << 13;
+    rf.factor = rf.vector_lanes ? 1 << 13 : 0;
   } else {
     const int64_t chunk = round_up((rv.extent.value + t.cores - 1) / t.cores, unit);
     if (chunk >= rv.extent.value) return std::nullopt;
@@ -180,6 +187,25 @@ void along_kept(const Stage& st, const Target& t, StageSchedule& ss) {
   const int64_t bytes = std::max(1, t.vector_bits / 8 / lanes);
   const int64_t l1_block = std::max<int64_t>(lanes, t.l1_bytes / 2 / bytes / lanes * lanes);
   int64_t block = 0;
+  // The rows split across cores (below), along the longest reduction variable.
+  const auto split_rows = [&]() -> std::optional<RFactor> {
+    if (st.is_arg_reduction()) return std::nullopt;
+    const RVar* longest = nullptr;
+    for (const RVar& r : st.rvars)
+      if (!longest || r.extent.is_symbolic() ||
+          (!longest->extent.is_symbolic() && r.extent.value > longest->extent.value))
+        longest = &r;
+    return parallel_split(st, *longest, false, t);
+  };
+  if (ec < 0 && par_dim == st.vars.size() && parallel) {
+    // Unknown width, nothing else in parallel: the rows split across cores,
+    // as a wide static row past the L2s takes them below (a symbolic column
+    // sum over [30522, 768] in column blocks 3.2 ms, the static split 1.7).
+    if (const auto rf = split_rows()) {
+      ss.rfactor = rf;
+      return;
+    }
+  }
   if (ec < 0) {
     // Unknown width: blocks of 8 vectors (512 B of f32) give a row of 768 six
     // blocks for two cores.
@@ -200,15 +226,9 @@ void along_kept(const Stage& st, const Target& t, StageSchedule& ss) {
     // out (SPR VM, 2 threads: [4096, 11008] 5.3 / 3.9 ms, [1000, 16384] 1.7 /
     // 1.1; [200, 8192] 0.090 / 0.091).
     const int64_t input_bytes = times(times(elements(st.shape), reduction_steps(st)), bytes);
-    if ((elements(st.shape) <= l1_block || per_core * bytes < 4 * t.cache_line_bytes ||
-         input_bytes > times(t.l2_bytes, t.cores)) &&
-        !st.is_arg_reduction()) {
-      const RVar* longest = nullptr;
-      for (const RVar& r : st.rvars)
-        if (!longest || r.extent.is_symbolic() ||
-            (!longest->extent.is_symbolic() && r.extent.value > longest->extent.value))
-          longest = &r;
-      if (const auto rf = parallel_split(st, *longest, false, t)) {
+    if (elements(st.shape) <= l1_block || per_core * bytes < 4 * t.cache_line_bytes ||
+        input_bytes > times(t.l2_bytes, t.cores)) {
+      if (const auto rf = split_rows()) {
         ss.rfactor = rf;
         return;
       }

@@ -161,7 +161,6 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
 // scores: 1.5x the static kernel).
 namespace {
 Halide::Expr run_time_block(const Stage& st, size_t k, bool update, ApplyContext& c) {
-  constexpr int kFineTaskElements = 1 << 16;
   const auto wide = [&](const Dim& d) { return Halide::cast<int64_t>(c.extent(d)); };
   Halide::Expr inner = Halide::cast<int64_t>(1);
   for (size_t j = k + 1; j < st.vars.size(); ++j) inner = inner * wide(st.shape[j]);
@@ -174,7 +173,7 @@ Halide::Expr run_time_block(const Stage& st, size_t k, bool update, ApplyContext
     return (e + n - 1) / n;
   };
   const auto fine = [&](const Halide::Expr& block) {
-    return block * inner >= Halide::cast<int64_t>(kFineTaskElements);
+    return block * inner >= Halide::Internal::make_const(Halide::Int(64), kFineTaskElements);
   };
   const Halide::Expr b4 = blocks_of(4 * cores), b2 = blocks_of(2 * cores), b1 = blocks_of(cores);
   const Halide::Expr block = Halide::select(fine(b4), b4, fine(b2), b2, b1);

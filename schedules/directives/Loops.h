@@ -45,6 +45,11 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
 void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update, bool root,
                  bool fits = false, ApplyContext* blocks = nullptr, const std::string& round_up = "");
 
+// The points (elements of output times reduction steps) a parallel task sized
+// at run time keeps at least: fewer do not pay for the task (run_time_block,
+// RFactor's chunks per core).
+inline constexpr int64_t kFineTaskElements = int64_t{1} << 16;
+
 // Tiles, a vectorized innermost pure loop, a parallel outermost one, for an
 // update's candidates (Update.cpp).
 std::vector<LoopSchedule> update_loop_proposals(const Stage& st, const LoopSchedule& base,

@@ -81,11 +81,18 @@ std::string rfactor_problem(const Stage& st, const RFactor& rf, const Target* ta
   const std::string lanes_text =
       target ? std::to_string(lanes) + " lanes of " + std::string(to_string(accumulate)) : "";
   if (rf.parallel) {
-    // Chunks of any length, the last one guarded; at least two of them.
+    // Chunks of any length, the last one guarded; at least two of them. Or
+    // 0 over a symbolic extent: one chunk per core, sized at run time.
+    if (rf.factor == 0 && (!r->extent.is_symbolic() || rf.vector_lanes != 0))
+      return where + " across cores: chunk 0 (one chunk per core, sized at run time) needs a symbolic "
+                     "extent and vector_lanes 0; '" + rf.rvar + "' has extent " + r->extent.str() +
+             (rf.vector_lanes ? " and vector_lanes " + std::to_string(rf.vector_lanes) : std::string());
+    if (rf.factor == 0) return "";
     if (rf.factor < 2 || (!r->extent.is_symbolic() && rf.factor >= r->extent.value))
       return where + " across cores: chunk " + std::to_string(rf.factor) + " of '" + rf.rvar +
              "' (extent " + r->extent.str() +
-             ") must be at least 2 and less than the extent, so that there are two chunks";
+             ") must be at least 2 and less than the extent, so that there are two chunks, or 0 "
+             "over a symbolic extent (one chunk per core, sized at run time)";
     if (rf.vector_lanes != 0 && (rf.vector_lanes < 2 || rf.vector_lanes > kMaxRFactor ||
                                  rf.vector_lanes > rf.factor || !fits(rf.vector_lanes)))
       return where + " across cores: vector_lanes " + std::to_string(rf.vector_lanes) +
@@ -178,7 +185,10 @@ struct RFactorDirective : Directive {
     if (!v.contains("rvar") || !v.contains("factor"))
       json::fail(path, "needs \"rvar\" and \"factor\"");
     RFactor rf{json::get_string(v["rvar"], path + ".rvar"),
-               static_cast<int>(json::get_int(v["factor"], path + ".factor", 2, 1 << 30))};
+               static_cast<int>(json::get_int(v["factor"], path + ".factor", 0, 1 << 30))};
+    if (rf.factor == 1)
+      json::fail(path + ".factor",
+                 "must be at least 2, or 0 with \"parallel\" (one chunk per core, sized at run time)");
     if (v.contains("parallel")) {
       if (!v["parallel"].is_boolean()) json::fail(path + ".parallel", "must be true or false");
       rf.parallel = v["parallel"].get<bool>();
@@ -258,6 +268,7 @@ struct RFactorDirective : Directive {
     return t == ls.tile.end() ? v : split_names(v, t->second.size()).back();
   }
   static std::string chunks(const RVar& r, int factor) {
+    if (factor == 0) return "cores";
     if (!r.extent.is_symbolic()) return std::to_string((r.extent.value + factor - 1) / factor);
     return "ceil(" + r.extent.sym + " / " + std::to_string(factor) + ")";
   }
@@ -392,7 +403,24 @@ struct RFactorDirective : Directive {
     const Halide::RVar rio(outer_loop(inner_loop(rf.rvar))), rii(inner_loop(inner_loop(rf.rvar)));
     const Halide::Var part(rfactor_part(rf.rvar)), lane(rfactor_lane(rf.rvar));
     Halide::Stage up = red.update(0);
-    up.split(r, ro, ri, rf.factor, Halide::TailStrategy::GuardWithIf);
+    // Chunk 0: one per core, whole multiples of kChunkUnroll steps, each of
+    // at least kFineTaskElements points (a [1, 37] @ [37, 100] is one chunk:
+    // split, it took 1.7 us against 0.5).
+    Halide::Expr chunk = rf.factor;
+    if (!rf.factor) {
+      const int cores = std::max(1, c.target().cores);
+      Halide::Expr points = Halide::cast<int64_t>(1);
+      for (const Dim& d : st.shape) points = points * Halide::cast<int64_t>(c.extent(d));
+      for (const RVar& v : st.rvars)
+        if (v.name != rf.rvar) points = points * Halide::cast<int64_t>(c.extent(v.extent));
+      const Halide::Expr fine = Halide::cast<int>(
+          Halide::min((Halide::Internal::make_const(Halide::Int(64), kFineTaskElements) + points - 1) / points,
+                      Halide::Internal::make_const(Halide::Int(64), 1 << 30)));
+      const Halide::Expr per_core = (extent + cores - 1) / cores;
+      chunk = (Halide::max(per_core, fine) + (kChunkUnroll - 1)) / kChunkUnroll * kChunkUnroll;
+    }
+    const bool unroll = rf.factor % kChunkUnroll == 0;
+    up.split(r, ro, ri, chunk, Halide::TailStrategy::GuardWithIf);
     Halide::Func intm;
     if (rf.vector_lanes) {
       up.split(ri, rio, rii, rf.vector_lanes, Halide::TailStrategy::GuardWithIf);
@@ -427,7 +455,7 @@ struct RFactorDirective : Directive {
       const Dim& e = st.shape.back();
       if (w > 1 && (e.is_symbolic() || e.value >= w)) {
         const Halide::Var j(inner_var), jo(outer_loop(inner_var)), jv(inner_loop(inner_var));
-        if (rf.factor % kChunkUnroll == 0) {
+        if (unroll) {
           iu.split(j, jo, jv, w, Halide::TailStrategy::GuardWithIf)
               .split(ri, rio, rii, kChunkUnroll, Halide::TailStrategy::GuardWithIf)
               .reorder(jv, rii, jo, rio)
@@ -474,9 +502,11 @@ struct RFactorDirective : Directive {
       const std::string lanes = std::to_string(rf.vector_lanes);
       const std::string rf_ref = st.name + "__rf(" + args + sep + part +
                                  (rf.vector_lanes ? ", " + lane : std::string()) + ")";
-      e.line(depth, "intermediate " + st.name + "__rf: rfactor of " + rf.rvar +
-                        " across cores in chunks of " + f + " (" + rf.rvar + " = " + part + " * " +
-                        f + " + " + inner_loop(rf.rvar) + ", the last chunk guarded)" +
+      const std::string chunk = rf.factor ? f : "ceil(" + rv->extent.str() + " / cores)";
+      e.line(depth, "intermediate " + st.name + "__rf: rfactor of " + rf.rvar + " across cores in " +
+                        (rf.factor ? "chunks of " + f : "one chunk per core, sized at run time") + " (" +
+                        rf.rvar + " = " + part + " * " + chunk + " + " + inner_loop(rf.rvar) +
+                        ", the last chunk guarded)" +
                         (rf.vector_lanes ? ", " + lanes + " lanes each" : std::string()));
       e.line(depth + 1, "parallel for " + part + " in [0, " + chunks(*rv, rf.factor) + "):");
       e.line(depth + 2, rf_ref + " = " + u.init);
@@ -484,7 +514,7 @@ struct RFactorDirective : Directive {
           rf.vector_lanes
               ? "for " + outer_loop(inner_loop(rf.rvar)) + " in [0, " + f + " / " + lanes + ")" +
                     others + ": vectorized x" + lanes + " for " + lane
-              : "for " + inner_loop(rf.rvar) + " in [0, " + f + ")" + others +
+              : "for " + inner_loop(rf.rvar) + " in [0, " + chunk + ")" + others +
                     (st.vars.empty() ? std::string()
                                      : ", then vectorized along " + st.vars.back() +
                                            (rf.factor % kChunkUnroll == 0

@@ -13,6 +13,7 @@
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
+#include "schedules/directives/RFactor.h"
 
 using namespace pto;
 using namespace pto::test;
@@ -226,6 +227,57 @@ TEST_CASE("rfactor: validation errors name the stage, the value and what is vali
   std::mt19937 rng(14);
   // 96 terms 2x in [-2, 2]: 96 * 2^-24 * 192 = 1.1e-3 absolute.
   CHECK(check(pp, sp, {{"X", random_tensor({5, 96}, rng)}}, 6e-8, 1.1e-3) <= 1.0);
+}
+
+// Across cores: chunks of rows, each vectorized along the kept dim with
+// kChunkUnroll steps per load and store of its partials, combined in vectors
+// (an output computed into its own buffer and copied out, since the combine
+// loads the stage's values as aligned vectors); chunk 0 sizes one chunk per
+// core at run time over a symbolic extent.
+TEST_CASE("rfactor: chunks across cores, static and sized at run time, match float64", "[rfactor]") {
+  const Target t = parse_target("host");
+  std::mt19937 rng(31);
+  for (const auto& [rows, cols, chunk] : std::vector<std::tuple<int64_t, int64_t, int>>{
+           {300, 2000, 152}, {37, 100, 20}, {1001, 33, 500}, {9, 1, 4}, {64, 4099, 31}}) {
+    for (const bool symbolic : {false, true}) {
+      INFO(rows << " x " << cols << " chunk " << chunk << (symbolic ? " symbolic" : ""));
+      Program p("colsum");
+      const Dim r = symbolic ? Dim::symbol("R") : Dim(rows), c = symbolic ? Dim::symbol("C") : Dim(cols);
+      const Tensor x = p.input("X", {r, c});
+      p.output(p.define_reduce("s", {"j"}, {c}, ReduceOp::Sum, {{"i", r}}, x(var("i"), var("j")),
+                               OpKind::Reduction, "reduce"));
+      Schedule s;
+      s["s"].rfactor = RFactor{"i", symbolic ? 0 : chunk, true};
+      validate(p, s, &t);
+      const Kernel k(p, s, t);
+      const auto in = random_tensor({rows, cols}, rng);
+      const auto want = interpret(p, {{"X", in}}).at("s");
+      // rows terms in [-1, 1], reassociated: rows * 2^-24 * rows absolute.
+      const double atol = static_cast<double>(rows * rows) * 6e-8;
+      // Output buffers at every 4-byte offset within a 64-byte line: the
+      // combine's vector loads are of the stage's own buffer, not the caller's.
+      std::vector<float> xin(in.data.begin(), in.data.end()), store(static_cast<size_t>(cols) + 16);
+      for (int off = 0; off < 16; ++off) {
+        float* o = store.data() + off;
+        k.run({{xin.data(), DType::F32, {rows, cols}, {}}}, {{o, DType::F32, {cols}, {}}});
+        CHECK(tolerance_ratio({{cols}, {o, o + cols}}, want, 0, atol) <= 1.0);
+      }
+      if (symbolic) CHECK_THAT(explain(p, s, &t), Contains("one chunk per core, sized at run time"));
+      else if (chunk % directives::kChunkUnroll == 0)
+        CHECK_THAT(explain(p, s, &t), Contains("4 steps unrolled in each vector"));
+    }
+  }
+  // Chunk 0 is for symbolic extents; 1 is no chunk at all.
+  Program p("colsum");
+  const Tensor x = p.input("X", {50, 8});
+  p.output(p.define_reduce("s", {"j"}, {8}, ReduceOp::Sum, {{"i", Dim(50)}}, x(var("i"), var("j")),
+                           OpKind::Reduction, "reduce"));
+  Schedule s;
+  s["s"].rfactor = RFactor{"i", 0, true};
+  CHECK_THROWS_WITH(validate(p, s, &t), Contains("chunk 0") && Contains("needs a symbolic extent"));
+  CHECK_THROWS_WITH(
+      schedule_from_json_string(R"({"schema": 1, "stages": {"s": {"rfactor": {"rvar": "i", "factor": 1, "parallel": true}}}})"),
+      Contains("stages.s.rfactor.factor") && Contains("or 0 with"));
 }
 
 TEST_CASE("rfactor: strict JSON and round trip", "[rfactor][json]") {
