@@ -14,7 +14,9 @@ namespace pto::directives {
 constexpr int kMaxRFactor = 256;
 
 const RFactor* shifted_last_step(const Stage& st, const StageSchedule* ss) {
-  if (!ss || !ss->rfactor || ss->rfactor->parallel || !st.reduce || st.is_arg_reduction()) return nullptr;
+  if (!ss || !ss->rfactor || ss->rfactor->parallel || ss->rfactor->factor < 2 || !st.reduce ||
+      st.is_arg_reduction())
+    return nullptr;
   const RFactor& rf = *ss->rfactor;
   for (const RVar& v : st.rvars)
     if (v.name == rf.rvar)
@@ -524,7 +526,7 @@ struct RFactorDirective : Directive {
       e.line(depth + 2,
              inner + ": " + rf_ref + " = " + op + "(" + rf_ref + ", " + to_string(st.value) + ")");
       Stage comb = st;
-      comb.rvars = {RVar{part, rv->extent.is_symbolic()
+      comb.rvars = {RVar{part, rv->extent.is_symbolic() || rf.factor == 0
                                    ? Dim::symbol(chunks(*rv, rf.factor))
                                    : Dim((rv->extent.value + rf.factor - 1) / rf.factor)}};
       if (rf.vector_lanes) comb.rvars.push_back(RVar{lane, Dim(rf.vector_lanes)});
