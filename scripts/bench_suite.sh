@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PTO's default schedules on 42 real-model workloads next to ONNX Runtime and
+# PTO's default schedules on 43 real-model workloads next to ONNX Runtime and
 # numpy (apps/suite/bench_suite.py; arguments pass through: --json FILE,
 # --plot FILE.png, --only a,b, --rounds N, --min-seconds S, --list).
 set -euo pipefail

@@ -204,6 +204,7 @@ WORKLOADS: list[Workload] = [
     conv("dw3x3_mbv2_144x56", "MobileNetV2 depthwise 3x3", 144, 144, 56, 3, 1, 1, groups=144),
     conv("dw3x3_s2_mbv2_96x112", "MobileNetV2 depthwise 3x3 stride 2", 96, 96, 112, 3, 2, 1, groups=96),
     conv("dw3x3_mbv2_576x14", "MobileNetV2 depthwise 3x3", 576, 576, 14, 3, 1, 1, groups=576),
+    conv("dw7x7_convnext_96x56", "ConvNeXt-T stage 1 depthwise 7x7", 96, 96, 56, 7, 1, 3, groups=96),
     conv("grouped3x3_resnext_128x56", "ResNeXt-50 grouped 3x3, 32 groups", 128, 128, 56, 3, 1, 1, groups=32),
     conv("dilated3x3_deeplab_256x33", "DeepLab dilated 3x3, dilation 2", 256, 256, 33, 3, 1, 2, dil=2),
     conv("conv3x3_s2_resnet_128x56", "ResNet-50 layer2 strided 3x3", 128, 128, 56, 3, 2, 1),

@@ -172,6 +172,22 @@ void check_window_structure(const Program& p, const Schedule& s, const Stage& w,
   const auto tile = hs->loops.tile.find(hst.vars.back());
   if (tile != hs->loops.tile.end()) CHECK(tile->second.back() <= t.vector_lanes(DType::F32));
   CHECK(!hs->loops.parallel.empty());
+  // Taps unrolled up to 64 of them (a 7x7 kernel), the unrolled body within
+  // 256 FMAs (taps x rows x group channels): rows are fewer where needed.
+  int64_t taps = 1;
+  for (const RVar& r : w.rvars)
+    if (!(w.conv_roles && r.name == w.conv_roles->in_channel)) taps *= r.extent.value;
+  for (const RVar& r : w.rvars)
+    if (!(w.conv_roles && r.name == w.conv_roles->in_channel))
+      CHECK(ws->update->unroll.count(r.name) == (taps <= 64 ? 1u : 0u));
+  if (taps <= 64 && w.vars.size() >= 4) {
+    int64_t body = taps;
+    const std::string y = hst.vars[hst.vars.size() - 2], o = hst.vars[1];
+    if (const auto ty = hs->loops.tile.find(y); ty != hs->loops.tile.end()) body *= ty->second.back();
+    if (const auto to = hs->loops.tile.find(o); to != hs->loops.tile.end() && ws->update->unroll.count(w.vars[1]))
+      body *= to->second.back();
+    CHECK((body <= 256 || taps * 4 > 256));
+  }
 }
 
 }  // namespace
@@ -230,6 +246,11 @@ TEST_CASE(
       // (dsl/ops/Convolution.cpp): dense 8 -> 17, and 4 groups of 16 strided.
       {1, 8, 12, 20, 17, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true},
       {1, 32, 9, 13, 64, 3, 3, {2, 2}, {1, 1}, {1, 1}, 4, false, false},
+      // 7x7 kernels (ConvNeXt's depthwise; a dense one with few channels),
+      // their 49 taps unrolled; 9x9's 81 stay a loop.
+      {1, 6, 19, 23, 6, 7, 7, {1, 1}, {3, 3}, {1, 1}, 6, true, false},
+      {1, 3, 14, 17, 8, 7, 7, {1, 1}, {3, 3}, {1, 1}, 1, false, true},
+      {1, 2, 12, 13, 2, 9, 9, {1, 1}, {4, 4}, {1, 1}, 2, true, false},
   };
   const auto ts = targets();
   std::mt19937 rng(41);
