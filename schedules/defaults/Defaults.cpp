@@ -24,6 +24,15 @@ bool hosts_placements(const Schedule& s, const std::string& stage) {
   return false;
 }
 
+int row_vector_width(int64_t extent, int lanes) {
+  if (lanes < 2) return 0;
+  if (extent < 0 || extent >= lanes) return lanes;
+  if (extent < 4) return 0;
+  int w = 4;
+  while (w * 2 <= extent && w * 2 < lanes) w *= 2;
+  return w;
+}
+
 // Parallel outer dim, vectorized inner dim: the generic root-stage schedule.
 LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
   LoopSchedule ls;
@@ -34,16 +43,7 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
   // A symbolic inner dim is vectorized too: its last vector shifts inwards in
   // the version specialized for extents of at least one vector
   // (specialize_symbolic), and is guarded below that.
-  if ((e < 0 || e >= lanes) && lanes > 1) {
-    ls.vectorize = inner;
-    ls.vector_width = lanes;
-  } else if (e >= 4 && lanes > 4) {
-    // Rows shorter than a vector (a 14 x 14 feature map's rows): the widest
-    // narrower vector that fits, the last one shifted inwards, not a scalar
-    // loop (the bias pass of a 1x1 convolution to 512 x 14 x 14, 2 threads:
-    // 0.020 -> 0.006 ms).
-    int w = 4;
-    while (w * 2 <= e && w * 2 < lanes) w *= 2;
+  if (const int w = row_vector_width(e, lanes)) {
     ls.vectorize = inner;
     ls.vector_width = w;
   }

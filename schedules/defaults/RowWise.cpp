@@ -147,9 +147,9 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
     } else if (stat) {
       ss.rfactor = per_row_rfactor(*st, t);
     }
-    if (row_values && lanes > 1 && (st->shape.back().is_symbolic() || static_extent(st->shape.back()) >= lanes)) {
+    if (const int w = row_vector_width(static_extent(st->shape.back()), lanes); row_values && w) {
       ss.loops.vectorize = st->vars.back();
-      ss.loops.vector_width = lanes;
+      ss.loops.vector_width = w;
     }
     at_row.insert(st->name);
   }
