@@ -82,15 +82,19 @@ int tile_rows(const Target& t, int cols) {
   return std::clamp((t.vector_registers - cols - 1) / std::max(1, cols), 1, 8);
 }
 
-// Vectors of d in a P V register tile: 4 at a symbolic D; at a static D the
+// Vectors of d in a P V register tile: 1 at a symbolic D; at a static D the
 // width that tiles D's vectors with the fewest columns past D, then the most
 // accumulators. A tile wider than D reads V past its columns, through a clamp
 // per lane (a gather per load) unless V is padded: D = 80 in tiles of 4
 // vectors (two tiles, 128 columns) took 4.6 ms for 6 heads x 463 causal, in 5
-// x 5 tiles 1.0 ms.
+// x 5 tiles 1.0 ms. A symbolic D (every dim of a `@pypto.kernel` call is) in
+// tiles of 4 vectors ran D = 32 and 80 at 24x and 7x the static kernel's time
+// (4 heads x 256 causal, 2 threads); in tiles of one vector, every head dim
+// that is whole vectors runs within 1.3x of it (D = 32, 64, 80, 128), and a
+// version specialized for whole 4-vector tiles serves 64 and 128 (below).
 int pv_vectors(const Target& t, const Dim& dd) {
   const int lanes = t.vector_lanes(DType::F32);
-  if (dd.is_symbolic()) return 4;
+  if (dd.is_symbolic()) return 1;
   const int64_t vecs = std::max<int64_t>(1, (dd.value + lanes - 1) / lanes);
   int best = 1;
   int64_t best_waste = -1, best_acc = 0;
@@ -464,14 +468,20 @@ Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax
   // P V: register tiles of `rows` x up to 4 vectors of d, accumulated over the block.
   {
     const int dcols = pv_vectors(t, dd);
-    const int rows = tile_rows(t, dcols);
     const Var d_o(pre + "do"), d_i(pre + "di"), io(pre + "pio"), iin(pre + "piin");
     pv.compute_at(at);
     if (dvec) {
-      pv.split(hd, d_o, d_i, dcols * lanes, TailStrategy::RoundUp)
-          .split(hi, io, iin, rows, TailStrategy::RoundUp);
-      pv.reorder(loops({d_i, iin, d_o, io, hkb}));
-      pv.vectorize(d_i, lanes);
+      const auto tile = [&](Halide::Stage st, int cols) {
+        st.split(hd, d_o, d_i, cols * lanes, TailStrategy::RoundUp)
+            .split(hi, io, iin, tile_rows(t, cols), TailStrategy::RoundUp);
+        st.reorder(loops({d_i, iin, d_o, io, hkb}));
+        st.vectorize(d_i, lanes);
+      };
+      // A symbolic D that is whole 4-vector tiles (64, 128) takes them, in a
+      // version of its own (12 heads x 384 at D = 64, 2 threads: 1.27x the
+      // static kernel's time in 1-vector tiles, 1.16x so).
+      if (dd.is_symbolic()) tile(pv.specialize(l.extent(dd) % (4 * lanes) == 0), 4);
+      tile(pv, dcols);
       pvacc.compute_at(pv, d_o);
       pvacc.vectorize(hd, lanes).unroll(hd).unroll(hi);
       pvacc.update().reorder(hd, hi, pv_r).vectorize(hd, lanes).unroll(hd).unroll(hi);
