@@ -214,9 +214,16 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
     // whatever the groups, feeds so few channels that the GEMM measured
     // 0.5-0.6x ONNX Runtime (2 threads: 64 channels in 4 groups at 30x30,
     // 96 in 6 at 40x40, 64 -> 16 dense at 28x28), the direct tile 0.7-1.5x.
+    // Except a dense one whose output channels the direct tile's group of 4
+    // does not divide (6 or more, a prime count): it shares each input load
+    // among fewer channels (one, for 11 or 23), and the GEMM wins (2 threads,
+    // direct / GEMM: 191 -> 23 at 60x60 4.2 / 2.8 ms, 102 -> 11 at 9x9 0.106
+    // / 0.059, 325 -> 9 dilated at 17x17 0.84 / 0.63; with 4 dividing them:
+    // 32 -> 16 at 56x56 0.18 / 0.31, 48 -> 12 at 40x40 0.12 / 0.22).
     const bool whole_vectors = oshape.back().value % 16 == 0;
-    const int64_t least_og = spatial == 2 && taps > 1 ? 32 : 16;
-    if (og >= least_og && (taps > 1 || !whole_vectors) && col_bytes <= (int64_t{64} << 20))
+    const bool few_shared = spatial == 2 && taps > 1 && groups == 1 && og >= 6 && og % 4 != 0;
+    const int64_t least_og = spatial == 2 && taps > 1 && !few_shared ? 32 : 16;
+    if ((og >= least_og || few_shared) && (taps > 1 || !whole_vectors) && col_bytes <= (int64_t{64} << 20))
       return im2col_conv(p, op, out, spatial, x, w, b, stride, dilation, padding, groups, oshape);
   }
   Expr xv = x(xi);

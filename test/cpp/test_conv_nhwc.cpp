@@ -196,7 +196,7 @@ TEST_CASE("convolutions carry their variables' roles, through program JSON too",
   Program p("roles");
   const Tensor x = p.input("X", {1, 8, 8, 4}), w = p.input("W", {3, 3, 4, 16});
   p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {16}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
-  const Tensor xc = p.input("Xc", {1, 4, 8, 8}), wc = p.input("Wc", {6, 4, 3, 3});
+  const Tensor xc = p.input("Xc", {1, 4, 8, 8}), wc = p.input("Wc", {8, 4, 3, 3});
   p.output(ops::conv2d(xc, wc, Tensor(), {1, 1}, {0, 0}, {1, 1}, 1, "C"));
   p.output(ops::conv1d(p.input("X1", {1, 2, 5}), p.input("W1", {3, 2, 2}), Tensor(), {}, "C1"));
   const ConvRoles nhwc{"n", "o", "y", "x", "c", "ky", "kx"};
