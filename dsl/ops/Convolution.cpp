@@ -214,14 +214,17 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
     // whatever the groups, feeds so few channels that the GEMM measured
     // 0.5-0.6x ONNX Runtime (2 threads: 64 channels in 4 groups at 30x30,
     // 96 in 6 at 40x40, 64 -> 16 dense at 28x28), the direct tile 0.7-1.5x.
-    // Except a dense one whose output channels the direct tile's group of 4
-    // does not divide (6 or more, a prime count): it shares each input load
-    // among fewer channels (one, for 11 or 23), and the GEMM wins (2 threads,
-    // direct / GEMM: 191 -> 23 at 60x60 4.2 / 2.8 ms, 102 -> 11 at 9x9 0.106
-    // / 0.059, 325 -> 9 dilated at 17x17 0.84 / 0.63; with 4 dividing them:
+    // Except a dense one with 6 or more output channels that 2, 3 and 4 do
+    // not divide (7, 11, 23): the direct tile then shares each input load with
+    // no other channel (its group is a divisor up to 4), and the GEMM wins (2
+    // threads, direct / GEMM: 191 -> 23 at 60x60 4.2 / 2.8 ms, 102 -> 11 at
+    // 9x9 0.108 / 0.060, at 18x18 stride 2 0.131 / 0.061; with 3 dividing
+    // them, mixed: 179 -> 9 at 14x14 stride 2 0.045 / 0.068, 64 -> 9 at 28x28
+    // stride 2 0.044 / 0.083, 325 -> 9 dilated at 17x17 0.84 / 0.63; with 4:
     // 32 -> 16 at 56x56 0.18 / 0.31, 48 -> 12 at 40x40 0.12 / 0.22).
     const bool whole_vectors = oshape.back().value % 16 == 0;
-    const bool few_shared = spatial == 2 && taps > 1 && groups == 1 && og >= 6 && og % 4 != 0;
+    const bool few_shared =
+        spatial == 2 && taps > 1 && groups == 1 && og >= 6 && og % 2 != 0 && og % 3 != 0;
     const int64_t least_og = spatial == 2 && taps > 1 && !few_shared ? 32 : 16;
     if ((og >= least_og || few_shared) && (taps > 1 || !whole_vectors) && col_bytes <= (int64_t{64} << 20))
       return im2col_conv(p, op, out, spatial, x, w, b, stride, dilation, padding, groups, oshape);

@@ -157,12 +157,13 @@ TEST_CASE("convolutions that gain nothing from im2col keep the guarded-read stag
   CHECK_FALSE(has_col(8, 8, 3, 1));   // fewer output channels than a vector share each copy
   // 2-D k x k with groups of 16-31 output channels: the window tile
   // (Window.cpp); 1x1 and 1-D ones keep the copy (their direct form is the
-  // guarded contraction tile). A dense one whose output channels 4 does not
-  // divide (6 or more) takes the copy: the window tile would share each input
-  // load among fewer of them.
+  // guarded contraction tile). A dense one with 6 or more output channels
+  // that 2, 3 and 4 do not divide takes the copy: the window tile would share
+  // each input load with no other channel.
   CHECK_FALSE(has_col(64, 64, 3, 4));
   CHECK_FALSE(has_col(8, 16, 3, 1));
   CHECK_FALSE(has_col(8, 12, 3, 1));
+  CHECK_FALSE(has_col(8, 9, 3, 1));
   CHECK(has_col(8, 17, 3, 1));
   CHECK(has_col(8, 11, 3, 1));
   CHECK_FALSE(has_col(8, 5, 3, 1));  // under 6: the window tile's group is all of them
