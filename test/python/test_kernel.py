@@ -322,6 +322,22 @@ def test_export_symbolic_sizes_serve_every_size(rng, tmp_path):
         lib(np.ones(3, np.float32), np.ones(4, np.float32))
 
 
+def test_stage_times_of_a_stage_computed_in_its_consumers_tile():
+    # The window convolution is computed in its bias epilogue's tile, its rows
+    # and columns unrolled over that tile; alone, those unrolls would span the
+    # whole image (a compile of over 12 minutes): it takes its own default.
+    @pypto.kernel(dynamic=False)
+    def gconv(X, W, B):
+        return pypto.ops.conv2d(X, W, B, stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=4)
+    rng = np.random.default_rng(3)
+    x = rng.random((1, 64, 30, 30), dtype=np.float32)
+    w = rng.random((64, 16, 3, 3), dtype=np.float32)
+    b = rng.random(64, dtype=np.float32)
+    times = gconv.stage_times(x, w, b, min_seconds=0.005)
+    assert set(times) == set(gconv.stages())
+    assert all(t.median_ms > 0 for t in times.values())
+
+
 def test_stage_times_and_plots(mats):
     import matplotlib
     matplotlib.use("Agg")
