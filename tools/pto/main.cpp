@@ -4,7 +4,8 @@
 //   pto workloads                   list ready-made programs and their sizes
 //   pto show <program>              print a program (or its JSON)
 //   pto schedule <program>          print the default schedule as JSON
-//   pto explain <program>           print the loop nest a schedule produces
+//   pto explain <program>           print the loop nest a schedule produces (--stmt, --asm:
+//                                   Halide's lowered statement, the assembly)
 //   pto run <program>               JIT-compile, run on random data, check, time
 //   pto gen <program>... --out DIR  emit static libraries + headers (one per
 //                                   target, or one with --dispatch), or a runtime
@@ -32,6 +33,7 @@
 #include "backends/Generator.h"
 #include "tools/pto/GenCommand.h"
 #include "backends/Jit.h"
+#include "backends/Lower.h"
 #include "backends/Timing.h"
 #include "dsl/Analysis.h"
 #include "dsl/ProgramJson.h"
@@ -224,8 +226,11 @@ int main(int argc, char** argv) {
   sched_c.add(sched);
 
   Common explain_c;
+  std::string stmt_path, asm_path;
   auto* expl = app.add_subcommand("explain", "print the loop nest a schedule produces");
   explain_c.add(expl);
+  expl->add_option("--stmt", stmt_path, "also write Halide's lowered statement (the loops as compiled) to this file");
+  expl->add_option("--asm", asm_path, "also write the generated assembly to this file");
 
   Common run_c;
   int reps = 10;
@@ -311,7 +316,18 @@ int main(int argc, char** argv) {
     } else if (app.got_subcommand("explain")) {
       const Program p = load_program(explain_c.program, parse_sizes(explain_c.sets));
       const Target t = parse_target(explain_c.target);
-      std::cout << explain(p, pick_schedule(explain_c.schedule, p, t), &t);
+      const Schedule s = pick_schedule(explain_c.schedule, p, t);
+      std::cout << explain(p, s, &t);
+      if (!stmt_path.empty() || !asm_path.empty()) {
+        LoweredPipeline lp = lower(p, s, t);
+        with_halide_errors("explain", [&] {
+          if (!stmt_path.empty())
+            lp.pipeline.compile_to_lowered_stmt(stmt_path, lp.arguments(), Halide::StmtOutputFormat::Text,
+                                                lp.target);
+          if (!asm_path.empty())
+            lp.pipeline.compile_to_assembly(asm_path, lp.arguments(), "kernel", lp.target);
+        });
+      }
     } else if (app.got_subcommand("run")) {
       return cmd_run(run_c, reps);
     } else if (app.got_subcommand("worker")) {
