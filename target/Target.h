@@ -27,6 +27,10 @@ struct Target {
   int cores = 1;
   int vector_bits = 128;      // SIMD register width of the host CPU part
   int vector_registers = 16;  // architectural vector registers (zmm0-31 on AVX-512)
+  // Independent vector FMAs the core keeps in flight: FMA latency x FMA pipes
+  // (4 x 2 on x86 since Skylake and Zen 4, and on Arm's Neoverse cores). A
+  // loop whose register tile has fewer accumulators waits on their chains.
+  int fmas_in_flight = 8;
   bool avx512_bf16 = false;
   bool amx = false;
   // Data caches: L1 and L2 per core, L3 in all (shared by the cores).

@@ -124,7 +124,8 @@ bool window_stage(const Program& p, const Stage& st, const Target& t) {
 //
 // Rows: up to kMaxRows, and within half the register file for rows x group
 // channels accumulators (the rest holds the taps' weight broadcasts and input
-// vectors); among those, the count that computes the fewest rows. Depthwise
+// vectors); among those, the count that computes the fewest rows at the rate
+// its accumulators allow (the target's FMAs in flight). Depthwise
 // 3x3, 1 thread: 56x56x144 with 14 / 8 / 7 / 4 rows 1.3 / 0.56 / 0.57 /
 // 0.42 ms; 64x64x256 dilation 2, 16 / 8 / 4 / 2 rows 2.1 / 1.0-1.5 / 0.7-1.0
 // / 1.0 ms; ResNeXt's 4-channel groups at 56x56, 4 x 4 accumulators vs 4 x
@@ -164,8 +165,15 @@ std::string window_tile(const Program& p, const Stage& w, const Stage& e, const 
     const int64_t unrolled = taps <= kMaxUnrolledTaps ? kMaxUnrolledFmas / (taps * g) : kMaxRows;
     const int64_t rmax = std::max<int64_t>(
         1, std::min<int64_t>({OH > 0 ? OH : kMaxRows, kMaxRows, acc_budget / (v * g), unrolled}));
+    // Cost: rows computed, at the rate of a tile of c x g accumulators
+    // (fmas_in_flight of them keep the FMA pipes busy). Rows alone chose 1
+    // for a prime height (17, 71: no shifted tile), a tile of g chains.
+    const auto cost = [&](int64_t c) {
+      const double rate = std::min(1.0, static_cast<double>(c * g * v) / std::max(1, t.fmas_in_flight));
+      return static_cast<double>(OH > 0 ? cover(OH, c) : c) / rate / (OH > 0 ? 1.0 : c);
+    };
     for (int64_t c = 1; c <= rmax; ++c)
-      if (OH <= 0 || cover(OH, c) <= cover(OH, ty)) ty = c;
+      if (cost(c) <= cost(ty)) ty = c;
   }
   if (vw > 1 && OW > 0) ls.tile[x] = {tx};
   if (rows && ty > 1) ls.tile[y] = {ty};
