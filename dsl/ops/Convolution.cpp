@@ -231,6 +231,36 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
   }
   Expr xv = x(xi);
   if (inside.defined()) xv = select(inside, xv, make_const(0, x.dtype()));
+  if (first && inside.defined()) {
+    // Channels first, computed directly: the zero padding is a stage of its
+    // own (`<out>_pad`), as conv2d_nhwc's. Inline (the default) it is the
+    // guard above; materialized (the window rule, per channel group), the
+    // reduction reads plain vectors in every tile, where through the guard
+    // the tiles at the image's border read per-lane (all of them in a map
+    // that is one or two vectors wide).
+    std::vector<std::string> pvars{"n", "c"};
+    Shape pshape{x.shape()[0], x.shape()[1]};
+    std::vector<Expr> pidx{var("n"), var("c")};
+    Expr ok;
+    for (int s = 0; s < spatial; ++s) {
+      const int64_t in = x.shape()[static_cast<size_t>(sax(s))].value;
+      const std::string v = std::string("p") + kS[s0 + s];
+      const Expr pos = var(v) - padding[s];
+      pvars.push_back(v);
+      pshape.push_back(in + 2 * padding[s]);
+      pidx.push_back(clamp(pos, 0, static_cast<int>(in - 1)));
+      if (padding[s]) {
+        const Expr in_image = pos >= 0 && pos < static_cast<int>(in);
+        ok = ok.defined() ? (ok && in_image) : in_image;
+      }
+    }
+    const Tensor pad = p.define(p.unique_name(out + "_pad"), pvars, pshape,
+                                select(ok, x(pidx), make_const(0, x.dtype())), OpKind::DataMovement, "pad");
+    for (int s = 0; s < spatial; ++s)
+      xi[static_cast<size_t>(sax(s))] =
+          var(kS[s0 + s]) * stride[s] + var(std::string("k") + kS[s0 + s]) * dilation[s];
+    xv = pad(xi);
+  }
   const bool rows = spatial >= 2;
   return sum_and_bias(p, op, out, ovars, oshape, rvars, xv * w(wi), b,
                       {"n", "o", rows ? "y" : "", "x", "c", rows ? "ky" : "", "kx"});
