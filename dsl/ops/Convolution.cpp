@@ -222,11 +222,26 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
     // them, mixed: 179 -> 9 at 14x14 stride 2 0.045 / 0.068, 64 -> 9 at 28x28
     // stride 2 0.044 / 0.083, 325 -> 9 dilated at 17x17 0.84 / 0.63; with 4:
     // 32 -> 16 at 56x56 0.18 / 0.31, 48 -> 12 at 40x40 0.12 / 0.22).
+    // Since the window tile reads a materialized padding (no per-lane reads
+    // at the border), a dense stride-1 k x k convolution with at most 256 KB
+    // of weights (the window rule takes them within half the target's L2;
+    // 512 KB is the smallest L2 of the named targets) is direct whatever its
+    // output channels: 2 threads, direct / GEMM, 64
+    // -> 64 at 56x56 0.86 / 1.24 ms (ONNX Runtime 0.94), 20 -> 68 at 91x91
+    // 0.78 / 1.33 (0.87), 16 -> 32 5x5 at 64x64 0.39 / 0.85 (0.58), 191 -> 23
+    // at 60x60 2.15 / 2.78 (1.87); strided ones and 1x1 kernels kept the
+    // GEMM faster (64 -> 64 3x3 stride 2 at 56x56 0.41 / 0.31, 1x1 64 -> 256
+    // at 56x56 0.64 / 0.55).
+    bool unit_stride = true;
+    for (int s = 0; s < spatial; ++s) unit_stride = unit_stride && stride[s] == 1;
+    const int64_t w_bytes = O * Cg * taps * bytes(x.dtype());
+    const bool direct = spatial == 2 && taps > 1 && groups == 1 && unit_stride && w_bytes <= (int64_t{256} << 10);
     const bool whole_vectors = oshape.back().value % 16 == 0;
     const bool few_shared =
         spatial == 2 && taps > 1 && groups == 1 && og >= 6 && og % 2 != 0 && og % 3 != 0;
     const int64_t least_og = spatial == 2 && taps > 1 && !few_shared ? 32 : 16;
-    if ((og >= least_og || few_shared) && (taps > 1 || !whole_vectors) && col_bytes <= (int64_t{64} << 20))
+    if (!direct && (og >= least_og || few_shared) && (taps > 1 || !whole_vectors) &&
+        col_bytes <= (int64_t{64} << 20))
       return im2col_conv(p, op, out, spatial, x, w, b, stride, dilation, padding, groups, oshape);
   }
   Expr xv = x(xi);
