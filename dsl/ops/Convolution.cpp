@@ -244,12 +244,14 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
         col_bytes <= (int64_t{64} << 20))
       return im2col_conv(p, op, out, spatial, x, w, b, stride, dilation, padding, groups, oshape);
   }
-  Expr xv = x(xi);
-  if (inside.defined()) xv = select(inside, xv, make_const(0, x.dtype()));
-  if (first && inside.defined()) {
+  Expr xv;
+  if (!first || !inside.defined()) {
+    xv = x(xi);
+    if (inside.defined()) xv = select(inside, xv, make_const(0, x.dtype()));
+  } else {
     // Channels first, computed directly: the zero padding is a stage of its
-    // own (`<out>_pad`), as conv2d_nhwc's. Inline (the default) it is the
-    // guard above; materialized (the window rule, per channel group), the
+    // own (`<out>_pad`), as conv2d_nhwc's. Inline (the default) it is that
+    // same guard; materialized (the window rule, per channel group), the
     // reduction reads plain vectors in every tile, where through the guard
     // the tiles at the image's border read per-lane (all of them in a map
     // that is one or two vectors wide).

@@ -173,9 +173,10 @@ std::string window_tile(const Program& p, const Stage& w, const Stage& e, const 
     // Cost: rows computed, at the rate of a tile of c x g accumulators
     // (fmas_in_flight of them keep the FMA pipes busy). Rows alone chose 1
     // for a prime height (17, 71: no shifted tile), a tile of g chains.
+    // (A symbolic height: the rate alone.)
     const auto cost = [&](int64_t c) {
       const double rate = std::min(1.0, static_cast<double>(c * g * v) / std::max(1, t.fmas_in_flight));
-      return static_cast<double>(OH > 0 ? cover(OH, c) : c) / rate / (OH > 0 ? 1.0 : c);
+      return (OH > 0 ? static_cast<double>(cover(OH, c)) : 1.0) / rate;
     };
     for (int64_t c = 1; c <= rmax; ++c)
       if (cost(c) <= cost(ty)) ty = c;
@@ -309,12 +310,6 @@ const Stage* padded_input_of(const Program& p, const Stage& w) {
   return nullptr;
 }
 
-// The padded input materialized, so that every tile of the window reads plain
-// vectors (inline, its guard makes the tiles at the image's border read
-// per-lane; in a map one or two vectors wide that is every tile): per group
-// at the tile's group loop, where the group's planes stay in cache for its
-// tiles (depthwise: one plane); else (a dense convolution, whose tiles each
-// read every channel) once at root, channels in parallel.
 // The product of the window's strides: the coefficients of its output
 // position vars in its read of `pad` (x * stride + kx * dilation, as
 // Convolution.cpp writes it; a var alone is stride 1). 0 when not of that form.
@@ -350,6 +345,12 @@ int64_t stride_product(const Stage& w, const std::string& pad) {
   return f.found && f.plain ? f.product : 0;
 }
 
+// The padded input materialized, so that every tile of the window reads plain
+// vectors (inline, its guard makes the tiles at the image's border read
+// per-lane; in a map one or two vectors wide that is every tile): per group
+// at the tile's group loop, where the group's planes stay in cache for its
+// tiles (depthwise: one plane); else (a dense convolution, whose tiles each
+// read every channel) once at root, channels in parallel.
 void pad_window_input(const Program& p, const Stage& w, const std::string& host,
                       const std::string& group_loop, const Target& t, Schedule& s) {
   const Stage* pad = padded_input_of(p, w);
