@@ -5,10 +5,12 @@
 #include <set>
 
 #include "backends/Exp.h"
+#include "dsl/Analysis.h"
 #include "backends/OnlineSoftmax.h"
 #include "dsl/IRVisitor.h"
 #include "schedules/LoopNest.h"
 #include "schedules/Validate.h"
+#include "schedules/directives/ComputeWith.h"
 #include "schedules/directives/Directive.h"
 #include "schedules/directives/PadLanes.h"
 #include "schedules/directives/RFactor.h"
@@ -63,11 +65,11 @@ std::string symbol_name(const std::string& n) {
 // Translates one stage's element expression into a Halide Expr.
 class ExprLowering : public IRVisitor {
  public:
-  ExprLowering(const std::map<std::string, Halide::Expr>& vars,
+  ExprLowering(const Program& p, const std::map<std::string, Halide::Expr>& vars,
                const std::map<std::string, Halide::ImageParam>& inputs,
                const std::map<std::string, Halide::Func>& funcs,
                const std::map<std::string, Halide::Type>& func_types, std::optional<DType> compute)
-      : vars_(vars), inputs_(inputs), funcs_(funcs), func_types_(func_types), compute_(compute) {}
+      : p_(p), vars_(vars), inputs_(inputs), funcs_(funcs), func_types_(func_types), compute_(compute) {}
 
   Halide::Expr lower(const Expr& e) {
     visit(e);
@@ -106,9 +108,14 @@ class ExprLowering : public IRVisitor {
       case UnOp::Neg: result_ = -a; break;
       case UnOp::Not: result_ = !a; break;
       case UnOp::Abs: result_ = Halide::cast(a.type(), Halide::abs(a)); break;
-      case UnOp::Exp:
-        result_ = math([](auto x) { return x.type() == Halide::Float(32) ? exp_f32(x) : Halide::exp(x); });
+      case UnOp::Exp: {
+        // Softmax's exponent is at most 0: no overflow to check.
+        const bool nonpositive = minus_row_max(p_, n.a);
+        result_ = math([&](auto x) {
+          return x.type() != Halide::Float(32) ? Halide::exp(x) : nonpositive ? exp_nonpositive(x) : exp_f32(x);
+        });
         break;
+      }
       case UnOp::Log: result_ = math([](auto x) { return Halide::log(x); }); break;
       case UnOp::Sqrt: result_ = math([](auto x) { return Halide::sqrt(x); }); break;
       case UnOp::Sin: result_ = math([](auto x) { return Halide::sin(x); }); break;
@@ -175,6 +182,7 @@ class ExprLowering : public IRVisitor {
   void visit_cast(const CastNode& n) override { result_ = Halide::cast(ty(n.type), lower(n.a)); }
 
  private:
+  const Program& p_;
   const std::map<std::string, Halide::Expr>& vars_;
   const std::map<std::string, Halide::ImageParam>& inputs_;
   const std::map<std::string, Halide::Func>& funcs_;
@@ -346,9 +354,18 @@ class Lowering {
       define_online_softmax(st, *ss->online_softmax);
       return;
     }
+    if (ss && ss->compute_with) {
+      define_computed_with(st, *ss->compute_with, args, vars, compute, prec);
+      return;
+    }
+    if (st.reduce && s_.options.opt_level != 0)
+      if (const Stage* e = directives::computed_with(p_, s_, st.name)) {
+        define_fused_reduction(st, *e, args, vars, compute, prec);
+        return;
+      }
     if (!st.reduce) {
       Halide::Func f(func_name(st.name));
-      ExprLowering el(vars, inputs_, funcs_, types_, compute);
+      ExprLowering el(p_, vars, inputs_, funcs_, types_, compute);
       Halide::Expr v = el.lower(st.value);
       f(args) = Halide::cast(halide_type(prec.storage), v);
       funcs_.emplace(st.name, f);
@@ -391,7 +408,7 @@ class Lowering {
       padded_fs = funcs_;
       pad_reads(st, ss->pad_lanes, *padded_ins, *padded_fs);
     }
-    ExprLowering el(vars, padded_ins ? *padded_ins : inputs_, padded_fs ? *padded_fs : funcs_, types_, compute);
+    ExprLowering el(p_, vars, padded_ins ? *padded_ins : inputs_, padded_fs ? *padded_fs : funcs_, types_, compute);
     // skip_padding: the steps that read the zero padding are left out of the
     // reduction domain (Halide guards them, then trims or folds the guards);
     // with every padded dim skipped, the rest read the unpadded source.
@@ -448,6 +465,87 @@ class Lowering {
     types_[st.name] = acc;
   }
 
+  // compute_with (directives/ComputeWith.h): the stage as an update over
+  // whole steps of `lanes` points along its last dim (its pure definition
+  // undefined) and one over the rest of the row; its value is a Func of its
+  // own, inlined both here and in the reduction's partials
+  // (define_fused_reduction), which use the same steps.
+  void define_computed_with(const Stage& st, const ComputeWith& cw, const std::vector<Halide::Expr>& args,
+                            const std::map<std::string, Halide::Expr>& vars, std::optional<DType> compute,
+                            const StagePrecision& prec) {
+    const Halide::Type storage = halide_type(prec.storage);
+    ExprLowering el(p_, vars, inputs_, funcs_, types_, compute);
+    Halide::Func value(func_name(st.name) + "__value");
+    value(args) = Halide::cast(storage, el.lower(st.value));
+    const std::string& r = p_.stage(cw.stage).rvars[0].name;
+    const int64_t n = st.shape.back().value, whole = n / cw.lanes * cw.lanes;
+    FusedSteps fs;
+    fs.value = value;
+    fs.steps = Halide::RDom(Halide::Internal::ReductionDomain(
+        {{inner_loop(r), 0, cw.lanes}, {outer_loop(r), 0, static_cast<int>(n / cw.lanes)}}));
+    if (whole < n)
+      fs.rest = Halide::RDom(Halide::Internal::ReductionDomain({{split_rest(r), static_cast<int>(whole), static_cast<int>(n - whole)}}));
+    Halide::Func f(func_name(st.name));
+    f(args) = Halide::undef(storage);
+    std::vector<Halide::Expr> at = args;
+    at[0] = fs.steps[1] * cw.lanes + fs.steps[0];  // Halide's dim 0 is the last one
+    f(at) = value(at);
+    if (fs.rest.defined()) {
+      at[0] = fs.rest[0];
+      f(at) = value(at);
+    }
+    fused_steps_.emplace(cw.stage, fs);
+    funcs_.emplace(st.name, f);
+    types_[st.name] = storage;
+  }
+
+  // The reduction a stage is computed with: `lanes` partials updated over
+  // that stage's steps (and the rest of the row, into the first lanes),
+  // reading its value where the definition reads the stage; then the
+  // reduction of the lanes.
+  void define_fused_reduction(const Stage& st, const Stage& with, const std::vector<Halide::Expr>& args,
+                              std::map<std::string, Halide::Expr> vars, std::optional<DType> compute,
+                              const StagePrecision& prec) {
+    const FusedSteps& fs = fused_steps_.at(st.name);
+    const Halide::Type acc = halide_type(prec.accumulate);
+    const std::string& r = st.rvars[0].name;
+    const int lanes = fs.steps[0].extent().as<Halide::Internal::IntImm>()->value;
+    std::map<std::string, Halide::Func> fns = funcs_;
+    fns[with.name] = fs.value;
+    const ReduceOp op = *st.reduce;
+    const auto body = [&](const Halide::Expr& point) {
+      vars[r] = point;
+      ExprLowering el(p_, vars, inputs_, fns, types_, compute);
+      return Halide::cast(acc, el.lower(st.value));
+    };
+    const Halide::Expr init = op == ReduceOp::Sum    ? Halide::cast(acc, 0)
+                              : op == ReduceOp::Prod ? Halide::cast(acc, 1)
+                              : op == ReduceOp::Min  ? type_max(acc)
+                                                     : type_min(acc);
+    const auto combine = [op](const Halide::Expr& a, const Halide::Expr& v) {
+      return op == ReduceOp::Sum ? a + v : op == ReduceOp::Prod ? a * v : op == ReduceOp::Min ? Halide::min(a, v) : Halide::max(a, v);
+    };
+    const auto at = [&](const Halide::Expr& lane) {
+      std::vector<Halide::Expr> a{lane};
+      a.insert(a.end(), args.begin(), args.end());
+      return a;
+    };
+    Halide::Func part(func_name(st.name) + "__partials");
+    part(at(Halide::Var(rfactor_lane(r)))) = init;
+    part(at(fs.steps[0])) = combine(part(at(fs.steps[0])), body(fs.steps[1] * lanes + fs.steps[0]));
+    if (fs.rest.defined()) {
+      const Halide::Expr lane = fs.rest[0] - fs.rest[0].min();
+      part(at(lane)) = combine(part(at(lane)), body(fs.rest[0]));
+    }
+    const Halide::RDom all(Halide::Internal::ReductionDomain({{rfactor_lane(r), 0, lanes}}));
+    Halide::Func f(func_name(st.name));
+    f(args) = init;
+    f(args) = combine(f(args), part(at(all[0])));
+    partials_.emplace(st.name, part);
+    funcs_.emplace(st.name, f);
+    types_[st.name] = acc;
+  }
+
   // online_softmax (backends/OnlineSoftmax.h): the stage as FlashAttention's
   // loop; `funcs` replace stages or inputs in the expressions it lowers.
   void define_online_softmax(const Stage& st, const OnlineSoftmax& os) {
@@ -460,7 +558,7 @@ class Lowering {
         ins.erase(n);
         fs[n] = f;
       }
-      ExprLowering el(vars, ins, fs, types_, std::nullopt);
+      ExprLowering el(p_, vars, ins, fs, types_, std::nullopt);
       return el.lower(e);
     };
     fl.extent = [this](const Dim& d) { return extent(d); };
@@ -573,6 +671,7 @@ class Lowering {
       return l_.funcs_.at(name);
     }
     Halide::Expr extent(const Dim& d) override { return l_.extent(d); }
+    Halide::Func fused_partials(const std::string& reduction) override { return l_.partials_.at(reduction); }
 
    private:
     std::optional<Halide::Func> padded(const std::string& tensor) const {
@@ -599,6 +698,15 @@ class Lowering {
   // Per stage, the Func that runs its reduction when that is not the stage's
   // own Func (argmin/argmax tuples "<stage>__arg", wide accumulators "<stage>__acc").
   std::map<std::string, Halide::Func> helpers_;
+  // A stage computed with a reduction (compute_with): the steps of the fused
+  // loop and the stage's value, keyed by the reduction; its partials' Func.
+  struct FusedSteps {
+    Halide::Func value;
+    Halide::RDom steps;  // (point in the step, step) over the whole steps
+    Halide::RDom rest;   // the points past them (undefined: none)
+  };
+  std::map<std::string, FusedSteps> fused_steps_;
+  std::map<std::string, Halide::Func> partials_;
   // Per stage, the clamped views its pad_lanes reads (pad_reads).
   std::map<std::string, std::map<std::string, Halide::Func>> padded_;
   std::map<std::string, Halide::Type> types_;

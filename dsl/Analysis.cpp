@@ -81,4 +81,30 @@ std::optional<std::string> pair_rvar(const Stage& st, std::optional<DType> dtype
   return std::nullopt;
 }
 
+bool minus_row_max(const Program& p, const Expr& e) {
+  const auto* d = e.as<BinaryNode>();
+  if (!d || d->op != BinOp::Sub) return false;
+  const auto* x = d->a.as<AccessNode>();
+  const auto* m = d->b.as<AccessNode>();
+  const Stage* max = m ? p.find_stage(m->tensor) : nullptr;
+  if (!x || !max || max->reduce != ReduceOp::Max || max->rvars.size() != 1 ||
+      x->args.size() != m->args.size() + 1 || max->vars.size() != m->args.size())
+    return false;
+  // M is T itself at (its vars, r): a max of anything else bounds nothing.
+  const auto* mv = max->value.as<AccessNode>();
+  std::vector<std::string> row = max->vars;
+  row.push_back(max->rvars[0].name);
+  const Shape& shape = p.tensor(x->tensor).shape;
+  if (!mv || mv->tensor != x->tensor || !read_at(max->value, x->tensor, shape, row) ||
+      max->rvars[0].extent != shape.back())  // over the whole row
+    return false;
+  // Both read the same row: the same variables before T's last index.
+  for (size_t k = 0; k < m->args.size(); ++k) {
+    const auto* a = x->args[k].as<VarNode>();
+    const auto* b = m->args[k].as<VarNode>();
+    if (!a || !b || a->name != b->name) return false;
+  }
+  return true;
+}
+
 }  // namespace pto

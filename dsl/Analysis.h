@@ -1,6 +1,7 @@
 // Static analysis of programs: operation and byte counts, for GFLOP/s
 // figures, the roofline plots and the autotuner's cost model; and the pair
-// layout of a reduction's operands, for the dot_pairs directive.
+// layout of a reduction's operands, for the dot_pairs directive; the sign
+// of softmax's exponent, for its exp.
 #pragma once
 
 #include <map>
@@ -25,5 +26,10 @@ int64_t dim_value(const Dim& d, const std::map<std::string, int64_t>& sizes);
 // along: its last index is `k % 2` (the blocked-pair weights of
 // block_weight_pairs). With `dtype`, only operands of that type count.
 std::optional<std::string> pair_rvar(const Stage& stage, std::optional<DType> dtype = std::nullopt);
+
+// Is `e` a value minus the maximum of its row, T(i.., j) - M(i..) with
+// M(i..) = max over r of T(i.., r) (softmax's exponent)? Then it is at most
+// 0, or NaN; lowering uses an exp without the overflow check for it.
+bool minus_row_max(const Program& p, const Expr& e);
 
 }  // namespace pto

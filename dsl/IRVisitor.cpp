@@ -66,4 +66,31 @@ Expr IRMutator::mutate_cast(const CastNode& n, const Expr& self) {
   return a.same_as(n.a) ? self : cast(n.type, a);
 }
 
+bool read_at(const Expr& e, const std::string& tensor, const Shape& shape, const std::vector<std::string>& idx) {
+  struct Reads : IRVisitor {
+    const std::string& tensor;
+    const Shape& shape;
+    const std::vector<std::string>& idx;
+    bool any = false, all = true;
+    Reads(const std::string& t, const Shape& s, const std::vector<std::string>& i) : tensor(t), shape(s), idx(i) {}
+    void visit_access(const AccessNode& a) override {
+      IRVisitor::visit_access(a);
+      if (a.tensor != tensor) return;
+      any = true;
+      if (a.args.size() != idx.size() || shape.size() != idx.size()) {
+        all = false;
+        return;
+      }
+      for (size_t k = 0; k < idx.size(); ++k) {
+        const auto* v = a.args[k].as<VarNode>();
+        const Expr& arg = a.args[k];
+        const auto* c = arg.as<CastNode>() ? arg.as<CastNode>()->a.as<ConstNode>() : arg.as<ConstNode>();
+        if (!(v && v->name == idx[k]) && !(shape[k].is_one() && c && c->value == 0.0)) all = false;
+      }
+    }
+  } r(tensor, shape, idx);
+  r.visit(e);
+  return r.any && r.all;
+}
+
 }  // namespace pto

@@ -6,7 +6,11 @@
 // child changed, so untouched subtrees stay shared.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "dsl/Expr.h"
+#include "dsl/Shape.h"
 
 namespace pto {
 
@@ -53,5 +57,10 @@ Expr substitute_vars(const Expr& e, F&& f) {
   } sub(f);
   return sub.mutate(e);
 }
+
+// Are all accesses to `tensor` (of shape `shape`) in `e` at exactly `idx`
+// (variable names), or at 0 along its dims of extent 1 (a broadcast head)?
+// False when `e` reads no element of it.
+bool read_at(const Expr& e, const std::string& tensor, const Shape& shape, const std::vector<std::string>& idx);
 
 }  // namespace pto

@@ -133,6 +133,18 @@ struct OnlineSoftmax {
   bool operator==(const OnlineSoftmax&) const = default;
 };
 
+// An elementwise stage computed in the loop of the reduction that reads it
+// (softmax's exponentials with their row sum, layer_norm's centred values
+// with their squares' sum): one pass over the row stores each value and adds
+// it to `lanes` vector lanes of partials, instead of a pass that writes the
+// row and another that reads it back. The reduction must read the stage at
+// its own indices plus its reduction variable, the stage's last dim.
+struct ComputeWith {
+  std::string stage;  // the reduction
+  int lanes = 0;      // its lanes of partials (whole vectors of the target's)
+  bool operator==(const ComputeWith&) const = default;
+};
+
 struct GpuMapping {
   std::vector<std::string> blocks;   // loops mapped to GPU blocks, outermost first
   std::vector<std::string> threads;  // loops mapped to GPU threads
@@ -185,6 +197,9 @@ struct StageSchedule {
   // The stage and the softmax it reads run as one fused loop (OnlineSoftmax
   // above); it owns the stage's loops. Unset: the stages as scheduled.
   std::optional<OnlineSoftmax> online_softmax;
+  // Computed in one loop with the reduction that reads it (ComputeWith
+  // above), which then owns the loops of both. Unset: computed on its own.
+  std::optional<ComputeWith> compute_with;
   Precision precision;
   Pipelining pipeline;
   std::string device = "cpu";        // cpu | cuda | opencl

@@ -68,6 +68,9 @@ class ApplyContext {
   virtual std::optional<Halide::ImageParam> input(const std::string& tensor) = 0;
   // The Func of stage `name`.
   virtual Halide::Func stage_func(const std::string& name) = 0;
+  // The lanes of partials of reduction `reduction` when a stage is computed
+  // with it (directives/ComputeWith.h): the Func its steps update.
+  virtual Halide::Func fused_partials(const std::string& reduction) = 0;
   // The extent of a dim as a Halide Expr (a symbolic size: the input dim it is bound to).
   virtual Halide::Expr extent(const Dim& d) = 0;
 

@@ -5,35 +5,11 @@
 #include <limits>
 
 #include "dsl/Error.h"
+#include "dsl/IRVisitor.h"
 #include "schedules/directives/Json.h"
 
 namespace pto::directives {
 namespace {
-
-// Every access to `tensor` in `e`.
-void accesses(const Expr& e, const std::string& tensor, std::vector<const AccessNode*>& out) {
-  if (!e.defined()) return;
-  switch (e.kind()) {
-    case ExprKind::Access: {
-      const auto* a = e.as<AccessNode>();
-      if (a->tensor == tensor) out.push_back(a);
-      for (const Expr& x : a->args) accesses(x, tensor, out);
-      break;
-    }
-    case ExprKind::Unary: accesses(e.as<UnaryNode>()->a, tensor, out); break;
-    case ExprKind::Binary:
-      accesses(e.as<BinaryNode>()->a, tensor, out);
-      accesses(e.as<BinaryNode>()->b, tensor, out);
-      break;
-    case ExprKind::Select:
-      accesses(e.as<SelectNode>()->cond, tensor, out);
-      accesses(e.as<SelectNode>()->true_value, tensor, out);
-      accesses(e.as<SelectNode>()->false_value, tensor, out);
-      break;
-    case ExprKind::Cast: accesses(e.as<CastNode>()->a, tensor, out); break;
-    default: break;
-  }
-}
 
 bool is_var(const Expr& e, const std::string& name) {
   const auto* v = e.as<VarNode>();
@@ -44,20 +20,6 @@ std::optional<double> constant(const Expr& e) {
   if (const auto* c = e.as<ConstNode>()) return c->value;
   if (const auto* c = e.as<CastNode>()) return constant(c->a);
   return std::nullopt;
-}
-
-// Are all accesses to `tensor` (of shape `shape`) in `e` at exactly `idx`
-// (variable names), or at 0 along its dims of extent 1 (a broadcast head)?
-bool read_at(const Expr& e, const std::string& tensor, const Shape& shape, const std::vector<std::string>& idx) {
-  std::vector<const AccessNode*> as;
-  accesses(e, tensor, as);
-  if (as.empty() || shape.size() != idx.size()) return false;
-  for (const AccessNode* a : as) {
-    if (a->args.size() != idx.size()) return false;
-    for (size_t k = 0; k < idx.size(); ++k)
-      if (!is_var(a->args[k], idx[k]) && !(shape[k].is_one() && constant(a->args[k]) == 0.0)) return false;
-  }
-  return true;
 }
 
 // i + c, c + i, i - c (c an integer constant): the offset c.

@@ -6,6 +6,7 @@
 #include "dsl/Error.h"
 #include "schedules/directives/AccumulatorAt.h"
 #include "schedules/directives/Cache.h"
+#include "schedules/directives/ComputeWith.h"
 #include "schedules/directives/Device.h"
 #include "schedules/directives/Directive.h"
 #include "schedules/directives/DotPairs.h"
@@ -38,6 +39,7 @@ const std::vector<const Directive*>& directives() {
       &dot_pairs_directive(),
       &rfactor_directive(),
       &online_softmax_directive(),
+      &compute_with_directive(),
       &pipeline_directive(),
       &device_directive(),
   };
