@@ -135,3 +135,24 @@ TEST_CASE("the interpreter matches a hand-written float64 loop", "[dsl][referenc
       CHECK(out.data[i * 7 + j] == std::max(0.0, acc));
     }
 }
+
+TEST_CASE("minus_row_max: a value minus its own row's max, nothing else", "[dsl][analysis]") {
+  Program p("sm");
+  const Tensor x = p.input("X", {4, 50});
+  p.output(ops::softmax(x, -1, "y"));
+  CHECK(minus_row_max(p, p.stage("y_exp").value.as<UnaryNode>()->a));  // exp(X - max X)
+  const Expr xi = x(var("i"), var("j"));
+  // A max over part of the row, of another tensor, or read at another row.
+  const Tensor part = p.define_reduce("part", {"i"}, {4}, ReduceOp::Max, {{"r", Dim(10)}}, x(var("i"), var("r")));
+  const Tensor y = p.input("Z", {4, 50});
+  const Tensor other = p.define_reduce("other", {"i"}, {4}, ReduceOp::Max, {{"r", Dim(50)}}, y(var("i"), var("r")));
+  const Tensor full = p.define_reduce("full", {"i"}, {4}, ReduceOp::Max, {{"r", Dim(50)}}, x(var("i"), var("r")));
+  const Tensor sum = p.define_reduce("sum", {"i"}, {4}, ReduceOp::Sum, {{"r", Dim(50)}}, x(var("i"), var("r")));
+  CHECK(minus_row_max(p, xi - full(var("i"))));
+  CHECK_FALSE(minus_row_max(p, xi - part(var("i"))));
+  CHECK_FALSE(minus_row_max(p, xi - other(var("i"))));
+  CHECK_FALSE(minus_row_max(p, xi - sum(var("i"))));
+  CHECK_FALSE(minus_row_max(p, xi - full(var("j") % 4)));
+  CHECK_FALSE(minus_row_max(p, full(var("i")) - xi));
+  CHECK_FALSE(minus_row_max(p, xi + full(var("i"))));
+}
