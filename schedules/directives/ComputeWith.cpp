@@ -52,11 +52,13 @@ const Stage* computed_with(const Program& p, const Schedule& s, const std::strin
 
 namespace {
 
-// The entry with only what a fused stage keeps: its placement, precision
-// and this directive (`loops` and the rest belong to the fused loop).
+// The entry with only what a fused stage keeps: its placement (and where
+// its storage lives), precision and this directive (`loops` and the rest
+// belong to the fused loop).
 StageSchedule fused_part(const StageSchedule& ss) {
   StageSchedule only;
   only.compute = ss.compute;
+  only.store = ss.store;
   only.precision = ss.precision;
   only.compute_with = ss.compute_with;
   return only;
@@ -95,7 +97,7 @@ struct ComputeWithDirective : Directive {
                           "compute it at root or at a loop of a consumer");
     if (!(fused_part(c.ss) == c.ss))
       throw ScheduleError(where + " schedules the fused loop itself, so the stage's entry holds only compute, "
-                                  "precision and compute_with (no store, loops, cache, pipeline, specialize or device)");
+                                  "store, precision and compute_with (no loops, cache, pipeline, specialize or device)");
     const StageSchedule* rs = c.schedule.find(red.name);
     if (!rs || !(fused_part(*rs) == *rs) || rs->compute != c.ss.compute)
       throw ScheduleError(where + " runs '" + red.name + "' in the same loop, so '" + red.name +
