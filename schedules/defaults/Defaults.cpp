@@ -59,7 +59,12 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
     const int64_t ek = static_extent(st.shape[k]);
     if (ek == 1) continue;
     const std::string& v = st.vars[k];
-    if (const int64_t chunk = parallel_chunk(ek, 1, t); chunk > 0 && chunk < ek) {
+    if (int64_t chunk = parallel_chunk(ek, 1, t); chunk > 0 && chunk < ek) {
+      // A last block shifted inwards recomputes what its neighbour did: where
+      // that is over 1/8 of the work (3 rows on 2 cores: 4 computed), one
+      // task per iteration instead, as short a critical path with no
+      // duplicates (softmax over 3 x 100003, 2 threads: 0.089 -> 0.076 ms).
+      if ((chunk * t.cores - ek) * 8 > ek) chunk = 1;
       ls.tile[v] = {chunk};
       ls.parallel.push_back(outer_loop(v));
     } else {

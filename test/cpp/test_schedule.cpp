@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "dsl/Workloads.h"
+#include "dsl/ops/Ops.h"
 #include "schedules/Explain.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
@@ -98,4 +99,21 @@ TEST_CASE("default schedules validate and explain", "[schedule][explain]") {
   CHECK_THAT(text, Contains("[inlined: biased]"));
   CHECK_THAT(text, Contains("mm(i, j) = sum(mm(i, j), (A(i, k) * B(k, j)))"));
   CHECK_THAT(explain(p, plain_schedule(p), &t), Contains("mm: \"root\", storage f32"));
+}
+
+TEST_CASE("default elementwise stages: a block of rows per core, no block recomputed over 1/8 of the work",
+          "[schedule][defaults]") {
+  Target t = parse_target("host");
+  t.cores = 2;
+  const auto tile = [&](int64_t rows) -> int64_t {
+    Program p("relu");
+    p.output(ops::relu(p.input("X", {rows, 100003}), "y"));
+    const Schedule s = default_schedule(p, t);
+    const auto it = s.find("y")->loops.tile.find("i0");
+    return it == s.find("y")->loops.tile.end() ? 0 : it->second.at(0);
+  };
+  CHECK(tile(1000) == 500);
+  CHECK(tile(9) == 5);  // 10 computed for 9: 1/9 extra
+  CHECK(tile(7) == 1);  // blocks of 4 would compute 8 for 7
+  CHECK(tile(3) == 1);
 }
