@@ -5,8 +5,8 @@
 #include <set>
 
 #include "backends/Exp.h"
-#include "dsl/Analysis.h"
 #include "backends/OnlineSoftmax.h"
+#include "dsl/Analysis.h"
 #include "dsl/IRVisitor.h"
 #include "schedules/LoopNest.h"
 #include "schedules/Validate.h"
@@ -193,6 +193,15 @@ class ExprLowering : public IRVisitor {
 
 Halide::Expr type_max(Halide::Type t) { return t.is_float() ? Halide::Internal::make_const(t, std::numeric_limits<double>::infinity()) : t.max(); }
 Halide::Expr type_min(Halide::Type t) { return t.is_float() ? Halide::Internal::make_const(t, -std::numeric_limits<double>::infinity()) : t.min(); }
+
+// The identity of an associative reduction (sum, prod, min, max) in type
+// `t`, and its combine of an accumulated value `a` with a step's value `v`.
+Halide::Expr reduce_identity(ReduceOp op, Halide::Type t) {
+  return op == ReduceOp::Sum ? Halide::cast(t, 0) : op == ReduceOp::Prod ? Halide::cast(t, 1) : op == ReduceOp::Min ? type_max(t) : type_min(t);
+}
+Halide::Expr reduce_combine(ReduceOp op, const Halide::Expr& a, const Halide::Expr& v) {
+  return op == ReduceOp::Sum ? a + v : op == ReduceOp::Prod ? a * v : op == ReduceOp::Min ? Halide::min(a, v) : Halide::max(a, v);
+}
 
 class Lowering {
  public:
@@ -445,14 +454,9 @@ class Lowering {
     Halide::Expr b = Halide::cast(acc, body);
     // Min and max may take a point twice; a sum or product takes its identity there.
     if (repeated.defined() && (op == ReduceOp::Sum || op == ReduceOp::Prod))
-      b = Halide::select(repeated, Halide::cast(acc, op == ReduceOp::Sum ? 0 : 1), b);
-    switch (op) {
-      case ReduceOp::Sum: f(args) = Halide::cast(acc, 0); f(args) = f(args) + b; break;
-      case ReduceOp::Prod: f(args) = Halide::cast(acc, 1); f(args) = f(args) * b; break;
-      case ReduceOp::Min: f(args) = type_max(acc); f(args) = Halide::min(f(args), b); break;
-      case ReduceOp::Max: f(args) = type_min(acc); f(args) = Halide::max(f(args), b); break;
-      default: break;
-    }
+      b = Halide::select(repeated, reduce_identity(op, acc), b);
+    f(args) = reduce_identity(op, acc);
+    f(args) = reduce_combine(op, f(args), b);
     if (wrapped) {
       Halide::Func w(func_name(st.name));
       w(args) = Halide::cast(halide_type(prec.storage), f(args));
@@ -518,13 +522,8 @@ class Lowering {
       ExprLowering el(p_, vars, inputs_, fns, types_, compute);
       return Halide::cast(acc, el.lower(st.value));
     };
-    const Halide::Expr init = op == ReduceOp::Sum    ? Halide::cast(acc, 0)
-                              : op == ReduceOp::Prod ? Halide::cast(acc, 1)
-                              : op == ReduceOp::Min  ? type_max(acc)
-                                                     : type_min(acc);
-    const auto combine = [op](const Halide::Expr& a, const Halide::Expr& v) {
-      return op == ReduceOp::Sum ? a + v : op == ReduceOp::Prod ? a * v : op == ReduceOp::Min ? Halide::min(a, v) : Halide::max(a, v);
-    };
+    const Halide::Expr init = reduce_identity(op, acc);
+    const auto combine = [op](const Halide::Expr& a, const Halide::Expr& v) { return reduce_combine(op, a, v); };
     const auto at = [&](const Halide::Expr& lane) {
       std::vector<Halide::Expr> a{lane};
       a.insert(a.end(), args.begin(), args.end());
