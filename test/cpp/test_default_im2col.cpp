@@ -266,6 +266,12 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
     const StageSchedule& g = *s.find(p.consumers(col->name).at(0));
     REQUIRE(g.cache.size() == 1);
     CHECK(g.cache[0].loop == "p_o");
+    // The kernel columns (3 steps, the innermost reduction loop) unrolled
+    // around the register tile; the kernel rows and channels not.
+    REQUIRE(g.update);
+    CHECK(g.update->unroll.count("kx") == 1);
+    CHECK(g.update->unroll.count("ky") == 0);
+    CHECK(g.update->unroll.count("c") == 0);
   }
 }
 
