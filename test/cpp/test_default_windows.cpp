@@ -430,8 +430,11 @@ TEST_CASE("dense 1-D NCHW convolutions keep the default contraction tile", "[def
   REQUIRE(ys);
   CHECK(!ys->accumulator_at.empty());
   REQUIRE(ys->update);
-  // The contraction micro-kernel's rows are output channels, unrolled inside the reduction, its
-  // taps a loop.
+  // The contraction micro-kernel's rows are output channels, unrolled inside the reduction, the
+  // reduction loops (channels, then taps) outside them.
   CHECK(ys->update->unroll.count("o"));
-  CHECK(!ys->update->unroll.count("kx"));
+  const std::vector<std::string>& order = ys->update->order;
+  const auto at = [&](const std::string& l) { return std::find(order.begin(), order.end(), l) - order.begin(); };
+  CHECK(at("c") < at("kx"));
+  CHECK(at("kx") < at("o"));
 }
