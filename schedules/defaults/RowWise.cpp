@@ -175,8 +175,7 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
     // one row computed at a time): one allocation per task, not per row
     // (GPT-2's softmax, 8 x 50257, 2 threads: 0.0720 -> 0.0710 ms). A
     // symbolic row stays on the stack per row (Placement.cpp).
-    const bool static_row = std::none_of(st->shape.begin(), st->shape.end(), [](const Dim& d) { return d.is_symbolic(); });
-    if (row_values && static_row && row == inner_loop(y.vars[r - 2]))
+    if (row_values && static_numel(st->shape) >= 0 && row == inner_loop(y.vars[r - 2]))
       ss.store = Placement{Placement::Kind::At, y.name, outer_loop(y.vars[r - 2])};
     if (stat && short_rows) {
       // Vectorized across the rows, the reduction outside.

@@ -134,8 +134,8 @@ struct ComputeWithDirective : Directive {
       part.compute_root();
     part.vectorize(Halide::Var(rfactor_lane(r)));
     part.update(0).reorder(ri, ro).vectorize(ri);
-    // Each lane of a step stores its own point: no race, which Halide cannot
-    // prove through the shifted last step's min().
+    // Each lane of a step stores its own point (no race): atomic() lets
+    // Halide vectorize the update without proving it.
     e.update(0).atomic(true).reorder(ri, ro).vectorize(ri);
     e.update(0).compute_with(part.update(0), ro);
     s.update(0).atomic().vectorize(lane);
