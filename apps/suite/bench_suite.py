@@ -9,7 +9,15 @@ For every workload in workloads.py, in one process and on the same inputs:
                 compiled once and run at this size;
   onnxruntime   the same computation as an ONNX graph (all tensors graph
                 inputs, as PTO's are), intra_op_num_threads = the cores PTO uses;
-  numpy         the same numpy expression on float32 (OpenBLAS for matmuls).
+  numpy         the same numpy expression on float32 (OpenBLAS for matmuls);
+  onednn        the oneDNN primitives a user of it would call (apps/suite/onednn_peer.cpp:
+                matmul, convolution, pooling, softmax, layer norm, reduction,
+                eltwise / binary with post-ops, reorder; attention as matmul +
+                softmax + matmul), on the same cores; like the others it gets
+                every tensor as an input, so reorders into the layouts it
+                prefers run in each call (for convolutions the faster of plain
+                NCHW and blocked layouts is kept). The record's "onednn_impl"
+                names the kernels it chose.
 Every implementation is first checked against the float64 numpy reference:
 max |out - ref| / max |ref| <= 1e-4 (float32 rounding of reductions up to a
 few 10^4 terms of values in [-1, 1] stays near sqrt(n) * 6e-8 < 2e-5; 1e-4
@@ -17,10 +25,10 @@ leaves room for re-association and exp/erf approximations, and still fails on
 any wrong index or missing term). A failing implementation is reported and not
 timed; the run exits non-zero.
 
-Timing: PTO kernels through their C++ timing loop (`KernelFunction.time`, no
-Python in the loop); the peers through a Python loop around their call (what a
-user of those libraries pays; ONNX Runtime's `run` adds ~5-10 us per call,
-numpy's dispatch ~1 us). Rounds interleave the implementations; a record's
+Timing: PTO kernels and oneDNN through the same C++ timing loop
+(backends/Timing.h, no Python in the loop); ONNX Runtime and numpy through a
+Python loop around their call (what a user of those libraries pays; ONNX
+Runtime's `run` adds ~5-10 us per call, numpy's dispatch ~1 us). Rounds interleave the implementations; a record's
 median is the median of the round medians, min and max over all rounds.
 Output: a table with PTO / best peer per workload, the geometric means, and
 with --json the bench record list (workload, impl, median_ms, min_ms, max_ms,
@@ -44,7 +52,14 @@ from workloads import HELDOUT, WORKLOADS, Workload, random_workloads  # noqa: E4
 import pypto  # noqa: E402
 
 TOL = 1e-4
-PEERS = ("onnxruntime", "numpy")
+PEERS = ("onnxruntime", "numpy", "onednn")
+
+
+def onednn_module(threads: int) -> Any:
+    """The _onednn_peer extension (built with PTO into build/python), on `threads` cores."""
+    import _onednn_peer
+    _onednn_peer.set_threads(threads)
+    return _onednn_peer
 
 
 def inputs_for(w: Workload, rng: np.random.Generator) -> list[np.ndarray]:
@@ -112,10 +127,15 @@ def run_workload(w: Workload, args: argparse.Namespace, threads: int) -> tuple[l
             problems.append(f"{w.name}: onnxruntime: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
     if w.ref is not None:
         impls["numpy"] = ("py", lambda: w.ref(*arrays))
+    if w.onednn is not None:
+        try:
+            impls["onednn"] = ("onednn", w.onednn(onednn_module(threads), *arrays))
+        except Exception as e:  # noqa: BLE001 - reported; counts as a failure below
+            problems.append(f"{w.name}: onednn failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
     # Check first.
     for impl, (kind, f) in list(impls.items()):
         try:
-            got = f(*arrays) if kind == "pto" else f()
+            got = f(*arrays) if kind == "pto" else f.run() if kind == "onednn" else f()
         except Exception as e:  # noqa: BLE001
             problems.append(f"{w.name}: {impl} failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
             del impls[impl]
@@ -141,6 +161,8 @@ def run_workload(w: Workload, args: argparse.Namespace, threads: int) -> tuple[l
             if kind == "pto":
                 t = f.time(*arrays, min_seconds=args.min_seconds)
                 samples[impl].append((t.median_ms, t.min_ms, t.max_ms))
+            elif kind == "onednn":
+                samples[impl].append(f.time(args.min_seconds))
             else:
                 samples[impl].append(time_python(f, args.min_seconds))
     recs = []
@@ -149,6 +171,8 @@ def run_workload(w: Workload, args: argparse.Namespace, threads: int) -> tuple[l
         recs.append({"workload": w.name, "impl": impl, "median_ms": med, "min_ms": min(s[1] for s in ss),
                      "max_ms": max(s[2] for s in ss), "gflops": w.flops / (med * 1e6) if w.flops else None,
                      "class": w.cls, "model": w.model, "shapes": [list(s) for s in w.shapes]})
+        if impl == "onednn":
+            recs[-1]["onednn_impl"] = impls[impl][1].impl
     return recs, problems + [f"{w.name}: {n}" for n in notes]
 
 
@@ -157,7 +181,7 @@ def summarize(recs: list[dict]) -> tuple[str, dict[str, float]]:
     for r in recs:
         by.setdefault(r["workload"], {})[r["impl"]] = r
     lines = [f"{'workload':32} {'class':24} {'pto-default':>11} {'pto-dynamic':>11} {'onnxruntime':>11} "
-             f"{'numpy':>9} {'best peer':>11} {'x best':>7} {'dyn/st':>7}",
+             f"{'numpy':>9} {'onednn':>9} {'best peer':>11} {'x best':>7} {'dyn/st':>7}",
              "  (median ms; x best = best peer time / PTO default time, > 1 is PTO faster)"]
     vs_peer, dyn = [], []
     for name, d in by.items():
@@ -174,7 +198,7 @@ def summarize(recs: list[dict]) -> tuple[str, dict[str, float]]:
         best = min((p for p in PEERS if p in d), key=lambda p: d[p]["median_ms"], default="-")
         cls = next(iter(d.values()))["class"]
         lines.append(f"{name:32} {cls:24} {ms('pto-default'):>11} {ms('pto-dynamic'):>11} {ms('onnxruntime'):>11} "
-                     f"{ms('numpy'):>9} {best:>11} {f'{ratio:.2f}' if ratio else '-':>7} "
+                     f"{ms('numpy'):>9} {ms('onednn'):>9} {best:>11} {f'{ratio:.2f}' if ratio else '-':>7} "
                      f"{f'{dr:.2f}' if dr else '-':>7}")
     g = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")  # noqa: E731
     summary = {"geomean_vs_best_peer": g(vs_peer), "min_vs_best_peer": min(vs_peer, default=float("nan")),
@@ -211,8 +235,10 @@ def main() -> int:
         return 0
     threads = len(os.sched_getaffinity(0))
     cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
+    import onnxruntime
     print(f"bench_suite: {len(ws)} workloads, {threads} threads, {args.rounds} rounds x {args.min_seconds} s; "
-          f"{cpu}", flush=True)
+          f"{cpu}; onnxruntime {onnxruntime.__version__}, numpy {np.__version__}, "
+          f"oneDNN {onednn_module(threads).version()}", flush=True)
     recs, problems = [], []
     for i, w in enumerate(ws):
         t0 = time.perf_counter()
@@ -255,7 +281,7 @@ def plot(recs: list[dict], path: str) -> None:
     ax.set_xticks(x)
     ax.set_xticklabels(names, rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("best peer time / PTO time (>1: PTO faster)")
-    ax.set_title("bench_suite: PTO defaults vs ONNX Runtime / numpy")
+    ax.set_title("bench_suite: PTO defaults vs the best of ONNX Runtime / numpy / oneDNN")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

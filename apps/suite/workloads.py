@@ -1,6 +1,6 @@
 """The bench_suite workloads: one table of programs nobody tuned PTO for.
 
-Each workload is plain data plus three definitions of the same computation:
+Each workload is plain data plus four definitions of the same computation:
   pto(*tensors)   the PTO program, written with `pypto.ops` as a user would;
   ref(*arrays)    numpy, used twice: on float64 inputs it is the reference every
                   implementation is checked against, on float32 inputs it is
@@ -8,7 +8,10 @@ Each workload is plain data plus three definitions of the same computation:
                   convolution: `ref64` then gives the float64 reference only);
   onnx(...)       the same computation as an ONNX graph for ONNX Runtime
                   (nodes from input names X0.. to output Y; None where ONNX has
-                  no operator for it).
+                  no operator for it);
+  onednn(d, *arrays) the oneDNN primitives a user of it would call (`d` is the
+                  _onednn_peer module, apps/suite/onednn_peer.cpp; None where
+                  oneDNN has no primitive for it).
 Shapes come from real models (GPT-2, BERT, Llama, ViT, MobileNetV2, ResNet /
 ResNeXt, DeepLab, wav2vec 2.0) and span the stage classes of the default rules
 (schedules/defaults/): contractions of every aspect ratio, reductions over
@@ -43,6 +46,7 @@ class Workload:
     scale: list[float] = field(default_factory=list)  # per-input value range (default 1)
     opset: int = 18
     domains: list[tuple[str, int]] = field(default_factory=list)
+    onednn: Callable[..., Any] | None = None  # (_onednn_peer, *arrays) -> Peer
 
     def reference(self, *arrays: np.ndarray) -> np.ndarray:
         return (self.ref64 or self.ref)(*arrays)
@@ -113,7 +117,8 @@ def matmul(name: str, model: str, m: int, k: int, n: int, batch: int = 0) -> Wor
     if n == 1 and not batch:
         b = (k,)  # matrix-vector: a 1-D vector
     return Workload(name, "contraction", model, [a, b], lambda A, B: A @ B, lambda A, B: A @ B,
-                    lambda: [node("MatMul", ["X0", "X1"])], 2.0 * max(batch, 1) * m * n * k)
+                    lambda: [node("MatMul", ["X0", "X1"])], 2.0 * max(batch, 1) * m * n * k,
+                    onednn=lambda d, A, B: d.matmul(A, B))
 
 
 def reduce(name: str, model: str, op: str, shape: tuple[int, ...], axes: list[int]) -> Workload:
@@ -125,7 +130,8 @@ def reduce(name: str, model: str, op: str, shape: tuple[int, ...], axes: list[in
         c = helper.make_tensor("axes", 7, [len(axes)], axes)
         return [node("Constant", [], "axes", value=c), node(onnx_op, ["X0", "axes"], keepdims=0)]
     return Workload(name, cls, model, [shape], lambda X: getattr(ops, op)(X, axes=axes),
-                    lambda X: np_op(X, axis=tuple(axes)), onnx, float(np.prod(shape)))
+                    lambda X: np_op(X, axis=tuple(axes)), onnx, float(np.prod(shape)),
+                    onednn=lambda d, X: d.reduce(X, op[len("reduce_"):], axes))
 
 
 def softmax(name: str, model: str, shape: tuple[int, ...], log: bool = False) -> Workload:
@@ -133,9 +139,11 @@ def softmax(name: str, model: str, shape: tuple[int, ...], log: bool = False) ->
         return Workload(name, "row-wise", model, [shape], lambda X: ops.log_softmax(X, axis=-1),
                         lambda X: np.log(softmax_ref(X)) if X.dtype == np.float64 else
                         (X - X.max(-1, keepdims=True)) - np.log(np.exp(X - X.max(-1, keepdims=True)).sum(-1, keepdims=True)),
-                        lambda: [node("LogSoftmax", ["X0"], axis=-1)], 4.0 * np.prod(shape))
+                        lambda: [node("LogSoftmax", ["X0"], axis=-1)], 4.0 * np.prod(shape),
+                        onednn=lambda d, X: d.softmax(X, -1, log=True))
     return Workload(name, "row-wise", model, [shape], lambda X: ops.softmax(X, axis=-1), softmax_ref,
-                    lambda: [node("Softmax", ["X0"], axis=-1)], 4.0 * np.prod(shape))
+                    lambda: [node("Softmax", ["X0"], axis=-1)], 4.0 * np.prod(shape),
+                    onednn=lambda d, X: d.softmax(X, -1))
 
 
 def conv(name: str, model: str, c: int, o: int, hw: int, k: int, stride: int = 1, pad: int = 0, dil: int = 1,
@@ -150,7 +158,8 @@ def conv(name: str, model: str, c: int, o: int, hw: int, k: int, stride: int = 1
         lambda: [node("Conv", ["X0", "X1", "X2"], kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4,
                       dilations=[dil, dil], group=groups)],
         2.0 * o * (c // groups) * k * k * oh * oh,
-        ref64=lambda X, W, B: conv2d_ref(X, W, B, stride, pad, dil, groups), scale=[1, 0.2, 0.1])
+        ref64=lambda X, W, B: conv2d_ref(X, W, B, stride, pad, dil, groups), scale=[1, 0.2, 0.1],
+        onednn=lambda d, X, W, B: d.conv(X, W, B, [stride] * 2, [pad] * 2, [dil] * 2, groups))
 
 
 def attention(name: str, model: str, heads: int, s: int, d: int, causal: bool) -> Workload:
@@ -169,7 +178,8 @@ def attention(name: str, model: str, heads: int, s: int, d: int, causal: bool) -
     flops = 4.0 * heads * s * s * d * (0.5 if causal else 1.0)
     return Workload(name, "attention", model, [(heads, s, d)] * 3,
                     lambda Q, K, V: ops.scaled_dot_product_attention(Q, K, V, causal=causal, scale=float(scale)),
-                    lambda Q, K, V: attention_ref(Q, K, V, causal), onnx, flops)
+                    lambda Q, K, V: attention_ref(Q, K, V, causal), onnx, flops,
+                    onednn=lambda d, Q, K, V: d.attention(Q, K, V, float(scale), causal))
 
 
 WORKLOADS: list[Workload] = [
@@ -199,7 +209,8 @@ WORKLOADS: list[Workload] = [
     softmax("logsoftmax_128x30522", "BERT MLM head", (128, 30522), log=True),
     Workload("layernorm_197x768", "row-wise", "ViT-B LayerNorm", [(197, 768), (768,), (768,)],
              lambda X, G, B: ops.layer_norm(X, G, B, eps=1e-5), layer_norm_ref,
-             lambda: [node("LayerNormalization", ["X0", "X1", "X2"], axis=-1, epsilon=1e-5)], 8.0 * 197 * 768),
+             lambda: [node("LayerNormalization", ["X0", "X1", "X2"], axis=-1, epsilon=1e-5)], 8.0 * 197 * 768,
+             onednn=lambda d, X, G, B: d.layer_norm(X, G, B, 1e-5)),
     # Window stencils.
     conv("dw3x3_mbv2_144x56", "MobileNetV2 depthwise 3x3", 144, 144, 56, 3, 1, 1, groups=144),
     conv("dw3x3_s2_mbv2_96x112", "MobileNetV2 depthwise 3x3 stride 2", 96, 96, 112, 3, 2, 1, groups=96),
@@ -212,15 +223,16 @@ WORKLOADS: list[Workload] = [
     Workload("conv1d_wav2vec_k10s5", "conv", "wav2vec 2.0 feature encoder layer 1 (kernel 10, stride 5)",
              [(1, 1, 16000), (512, 1, 10)], lambda X, W: ops.conv1d(X, W, stride=[5]), None,
              lambda: [node("Conv", ["X0", "X1"], kernel_shape=[10], strides=[5])], 2.0 * 512 * 10 * 3199,
-             ref64=lambda X, W: conv1d_ref(X, W, 5)),
+             ref64=lambda X, W: conv1d_ref(X, W, 5), onednn=lambda d, X, W: d.conv(X, W, None, [5], [0], [1])),
     Workload("maxpool3x3_s2_resnet_64x112", "pooling", "ResNet-50 stem max pool", [(1, 64, 112, 112)],
              lambda X: ops.max_pool2d(X, kernel=[3, 3], stride=[2, 2], padding=[1, 1]),
              lambda X: max_pool_ref(X, 3, 2, 1),
              lambda: [node("MaxPool", ["X0"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
-             9.0 * 64 * 56 * 56),
+             9.0 * 64 * 56 * 56, onednn=lambda d, X: d.pool(X, "max", [3, 3], [2, 2], [1, 1])),
     Workload("globalavgpool_2048x7", "pooling", "ResNet-50 head", [(1, 2048, 7, 7)],
              lambda X: ops.global_avg_pool(X), lambda X: X.mean(axis=(2, 3), keepdims=True),
-             lambda: [node("GlobalAveragePool", ["X0"])], 2048.0 * 49),
+             lambda: [node("GlobalAveragePool", ["X0"])], 2048.0 * 49,
+             onednn=lambda d, X: d.pool(X, "avg", [7, 7], [1, 1], [0, 0])),
     # Attention, causal at several lengths.
     attention("attn_causal_gpt2_s128", "GPT-2, 12 heads", 12, 128, 64, True),
     attention("attn_causal_gpt2_s512", "GPT-2, 12 heads", 12, 512, 64, True),
@@ -228,20 +240,22 @@ WORKLOADS: list[Workload] = [
     attention("attn_bert_s384", "BERT-base SQuAD, 12 heads", 12, 384, 64, False),
     # Elementwise chains and data movement.
     Workload("gelu_512x3072", "elementwise", "BERT FFN activation", [(512, 3072)], lambda X: ops.gelu(X),
-             None, lambda: [node("Gelu", ["X0"])], 512.0 * 3072 * 8, ref64=gelu_ref, opset=20),
+             None, lambda: [node("Gelu", ["X0"])], 512.0 * 3072 * 8, ref64=gelu_ref, opset=20,
+             onednn=lambda d, X: d.eltwise(X, "gelu")),
     Workload("swiglu_64x11008", "elementwise", "Llama MLP gate: silu(g) * u", [(64, 11008), (64, 11008)],
              lambda G, U: ops.silu(G) * U, lambda G, U: G / (1 + np.exp(-G)) * U,
              lambda: [node("Sigmoid", ["X0"], "s"), node("Mul", ["X0", "s"], "g"), node("Mul", ["g", "X1"])],
-             64.0 * 11008 * 4),
+             64.0 * 11008 * 4, onednn=lambda d, G, U: d.eltwise(G, "swish", U)),
     Workload("bias_relu_3136x256", "elementwise", "ResNet-50 bias + ReLU, 56x56 pixels", [(3136, 256), (256,)],
              lambda X, B: pypto.relu(X + B), lambda X, B: np.maximum(X + B, 0),
-             lambda: [node("Add", ["X0", "X1"], "s"), node("Relu", ["s"])], 3136.0 * 256 * 2),
+             lambda: [node("Add", ["X0", "X1"], "s"), node("Relu", ["s"])], 3136.0 * 256 * 2,
+             onednn=lambda d, X, B: d.add(X, B, "relu")),
     Workload("transpose_1024", "data movement", "square transpose", [(1024, 1024)],
              lambda X: ops.transpose(X, perm=[1, 0]), lambda X: np.ascontiguousarray(X.T),
-             lambda: [node("Transpose", ["X0"], perm=[1, 0])]),
+             lambda: [node("Transpose", ["X0"], perm=[1, 0])], onednn=lambda d, X: d.transpose(X, [1, 0])),
     Workload("split_heads_128x12x64", "data movement", "BERT split heads [S, H, D] -> [H, S, D]", [(128, 12, 64)],
              lambda X: ops.transpose(X, perm=[1, 0, 2]), lambda X: np.ascontiguousarray(X.transpose(1, 0, 2)),
-             lambda: [node("Transpose", ["X0"], perm=[1, 0, 2])]),
+             lambda: [node("Transpose", ["X0"], perm=[1, 0, 2])], onednn=lambda d, X: d.transpose(X, [1, 0, 2])),
 ]
 
 # Held-out shapes: the same builders at sizes no default rule was measured on

@@ -1,6 +1,7 @@
 """Every bench_suite workload (apps/suite/workloads.py: real-model shapes of every
 stage class) computed by PTO's default schedules, static and symbolic, and by the
-peer graphs the benchmark times, checked against the float64 reference.
+peers the benchmark times (ONNX Runtime graphs, numpy, oneDNN primitives),
+checked against the float64 reference.
 
 This is the correctness half of the benchmark, run in CI so that a default rule
 that breaks a real shape fails here, not in a benchmark run.
@@ -33,6 +34,23 @@ def test_workload_matches_float64(w):
         assert bench_suite.rel_error(got, ref) <= bench_suite.TOL, f"{w.name}: the ONNX Runtime graph is wrong"
     if w.ref is not None:
         assert bench_suite.rel_error(w.ref(*arrays), ref) <= bench_suite.TOL
+    if w.onednn is not None:
+        got = w.onednn(bench_suite.onednn_module(1), *arrays).run()
+        assert bench_suite.rel_error(got, ref) <= bench_suite.TOL, f"{w.name}: the oneDNN primitives are wrong"
+
+
+def test_onednn_peer_covers_every_class_it_has_primitives_for():
+    # Every workload but those oneDNN has no primitive for gets the peer.
+    assert all(w.onednn is not None for w in WORKLOADS), [w.name for w in WORKLOADS if w.onednn is None]
+
+
+def test_onednn_peer_rejects_what_it_cannot_run():
+    d = bench_suite.onednn_module(1)
+    x = np.ones((4, 5), np.float32)
+    with pytest.raises(ValueError, match="reduce op 'prod'.*sum, max, mean"):
+        d.reduce(x, "prod", [0])
+    with pytest.raises(ValueError, match="matmul A has rank 1"):
+        d.matmul(np.ones(5, np.float32), x)
 
 
 def test_suite_spans_the_classes():
