@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# PTO's default schedules on 43 real-model workloads next to ONNX Runtime and
-# numpy (apps/suite/bench_suite.py; arguments pass through: --json FILE,
+# PTO's default schedules on 43 real-model workloads next to ONNX Runtime,
+# numpy and oneDNN (apps/suite/bench_suite.py; arguments pass through: --json FILE,
 # --plot FILE.png, --only a,b, --rounds N, --min-seconds S, --list).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

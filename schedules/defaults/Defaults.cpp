@@ -269,6 +269,23 @@ Schedule default_schedule(const Program& p, const Target& t) {
       contraction_alone(p, st, t, s);
     }
   }
+  // A data-movement stage (a transpose, a reshape) that a convolution's
+  // reduction reads is made once: inline, it would be re-evaluated in every
+  // reduction step of every tile, and where it moves the axis the tile
+  // vectorizes (OIHW weights read as HWIO: their output channels 9 x C apart)
+  // every load is a gather.
+  for (const Stage& st : p.stages()) {
+    if (st.kind != OpKind::Convolution || !st.reduce) continue;
+    for (const std::string& r : st.reads()) {
+      const Stage* m = p.find_stage(r);
+      const StageSchedule* found = s.find(r);
+      if (!m || m->kind != OpKind::DataMovement || m->reduce || p.is_output(r) || !found ||
+          found->compute.kind != Placement::Kind::Inline || m->op == "pad")
+        continue;
+      s[r] = StageSchedule{};
+      s[r].loops = parallel_vectorized(*m, t);
+    }
+  }
   // The padded input a channels-last convolution reads (instead of an inline
   // guard in its reduction body).
   for (const Stage& st : p.stages()) {
