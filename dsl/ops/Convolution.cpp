@@ -5,8 +5,11 @@
 // index clamped so the read stays in bounds), so no padded copy is
 // materialized unless a schedule asks; conv2d_nhwc instead defines the padded
 // input as a stage of its own (see there), and a dense channels-first one is
+// computed channels-last between transposes (nchw_through_channels_last) or as
 // an im2col copy feeding a GEMM (im2col_conv). Spatial and channel dims must be
 // static (output sizes depend on them); the batch dim may be symbolic.
+#include <string>
+
 #include "dsl/ops/Ops.h"
 
 namespace pto::ops {
@@ -128,6 +131,36 @@ Tensor im2col_conv(Program p, const std::string& op, const std::string& out, int
 
 }  // namespace
 
+// A dense channels-first 2-D convolution computed channels-last, as oneDNN
+// computes one given NCHW tensors (reorders in, a direct convolution in its
+// blocked layout, a reorder out): the input transposed to NHWC, the OIHW
+// weights to [O/16, KH, KW, C, 16] blocks (HWIO where 16 does not divide O),
+// conv2d_nhwc's implicit GEMM (output channels along the vectors, the default
+// rules of schedules/defaults/ChannelsLastConv.cpp), and its output (+ bias)
+// transposed back. The transposes are data-movement stages the defaults make
+// once per call (Defaults.cpp): every tensor is an input, so the weights are
+// reordered on every call, as oneDNN's are when given them that way.
+Tensor nchw_through_channels_last(Program p, const std::string& out, const Tensor& x, const Tensor& w,
+                                  const Tensor& b, const std::vector<int>& stride, const std::vector<int>& dilation,
+                                  const std::vector<int>& padding) {
+  const int64_t C = x.shape()[1].value, H = x.shape()[2].value, W = x.shape()[3].value;
+  const int64_t O = w.shape()[0].value, KH = w.shape()[2].value, KW = w.shape()[3].value;
+  const Tensor xt = p.define(p.unique_name(out + "_nhwc_in"), {"n", "h", "w", "c"}, {x.shape()[0], H, W, C},
+                             x(var("n"), var("c"), var("h"), var("w")), OpKind::DataMovement, "transpose");
+  constexpr int kBlock = 16;  // BlockedWeights.h's block: one AVX-512 f32 vector, two AVX2 ones
+  const Tensor wt =
+      O % kBlock == 0
+          ? p.define(p.unique_name(out + "_w_blocked"), {"ob", "ky", "kx", "c", "oi"}, {O / kBlock, KH, KW, C, kBlock},
+                     w(var("ob") * kBlock + var("oi"), var("c"), var("ky"), var("kx")), OpKind::DataMovement,
+                     "transpose")
+          : p.define(p.unique_name(out + "_w_hwio"), {"ky", "kx", "c", "o"}, {KH, KW, C, O},
+                     w(var("o"), var("c"), var("ky"), var("kx")), OpKind::DataMovement, "transpose");
+  const Tensor y = conv2d_nhwc(xt, wt, b, {stride[0], stride[1]}, {padding[0], padding[1]},
+                               {dilation[0], dilation[1]}, p.unique_name(out + "_nhwc"));
+  return p.define(out, {"n", "o", "y", "x"}, {x.shape()[0], Dim(O), y.shape()[1], y.shape()[2]},
+                  y(var("n"), var("y"), var("x"), var("o")), OpKind::DataMovement, "transpose");
+}
+
 Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w, const Tensor& b,
             const ConvParams& params, const std::string& name) {
   const int r = spatial + 2;
@@ -236,6 +269,28 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
     for (int s = 0; s < spatial; ++s) unit_stride = unit_stride && stride[s] == 1;
     const int64_t w_bytes = O * Cg * taps * bytes(x.dtype());
     const bool direct = spatial == 2 && taps > 1 && groups == 1 && unit_stride && w_bytes <= (int64_t{256} << 10);
+    // Dense k x k (k > 1) convolutions go channels-last (nchw_through_channels_last)
+    // where its output-channel vectors are at least 7/8 full (16 | O, or 71
+    // channels in 5 vectors; 10, 18, 20, 39 or 51 channels lost 0.1-0.8x of
+    // the paths below), its output has 96 or more pixels (the weights,
+    // reordered every call, cost too much per pixel below: 3x3 512 -> 512 at
+    // 7x7 1.04 -> 1.13 ms, 69 -> 224 at 8x8 0.072 -> 0.087), and, where the
+    // direct window tile would take it, 32 or more input channels (3 -> 32 at
+    // 64x64 0.065 -> 0.106 ms, 16 -> 32 at 32x32 0.038 -> 0.049: the tile's
+    // reduction over channels is that short per tap). 2 threads, Sapphire
+    // Rapids, this path against the one below (oneDNN): dilated 256 at 33x33
+    // 4.55 -> 4.19 ms (3.32), stride 2 128 at 56x56 0.91 -> 0.83 (0.70), 64
+    // at 28x28 0.239 -> 0.213 (0.182), stride 2 256 at 28x28 1.15 -> 0.91
+    // (0.81), 5x5 32 -> 48 at 40x40 0.50 -> 0.39 (0.35), the 7x7 stride 2
+    // stem 1.26 -> 0.89 (0.80), 256 at 14x14 1.08 -> 0.72 (0.65), 128 at
+    // 10x10 0.19 -> 0.12 (0.11). 1x1 kernels gained nothing (256 -> 512 at
+    // 14x14) or lost (32 -> 16 at 112x112 0.07 -> 0.22).
+    if (spatial == 2 && groups == 1 && taps > 1) {
+      const int64_t vectors = (O + 15) / 16;
+      const bool full_vectors = 8 * O >= 7 * 16 * vectors;
+      if (full_vectors && pixels >= 96 && (!direct || C >= 32))
+        return nchw_through_channels_last(p, out, x, w, b, stride, dilation, padding);
+    }
     const bool whole_vectors = oshape.back().value % 16 == 0;
     const bool few_shared =
         spatial == 2 && taps > 1 && groups == 1 && og >= 6 && og % 2 != 0 && og % 3 != 0;

@@ -276,7 +276,11 @@ Schedule default_schedule(const Program& p, const Target& t) {
   // every load is a gather.
   for (const Stage& st : p.stages()) {
     if (st.kind != OpKind::Convolution || !st.reduce) continue;
-    for (const std::string& r : st.reads()) {
+    std::vector<std::string> reads = st.reads();
+    for (const std::string& r : st.reads())  // through the zero padding it reads (made once too)
+      if (const Stage* pad = p.find_stage(r); pad && pad->op == "pad" && !pad->reduce)
+        for (const std::string& q : pad->reads()) reads.push_back(q);
+    for (const std::string& r : reads) {
       const Stage* m = p.find_stage(r);
       const StageSchedule* found = s.find(r);
       if (!m || m->kind != OpKind::DataMovement || m->reduce || p.is_output(r) || !found ||

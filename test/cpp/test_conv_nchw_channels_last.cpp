@@ -1,0 +1,146 @@
+// Dense channels-first 2-D convolutions computed channels-last
+// (dsl/ops/Convolution.cpp, nchw_through_channels_last): which ones the op
+// sends there (k x k kernels whose output channels fill their vectors, over
+// 96+ output pixels, and 32+ input channels where the window tile would take
+// them), the program it builds (input and output transposes, blocked or HWIO
+// weights), that the default schedule makes the transposes once, and the
+// values against the float64 loops of ConvReference.h at odd and prime sizes,
+// with stride, dilation, padding, bias, a ReLU epilogue and a symbolic batch,
+// on several targets and core counts.
+#include <catch2/catch.hpp>
+
+#include "dsl/ops/Ops.h"
+#include "schedules/Validate.h"
+#include "schedules/defaults/Defaults.h"
+#include "test/cpp/ConvReference.h"
+#include "test/cpp/Helpers.h"
+
+using namespace pto;
+using namespace pto::test;
+
+namespace {
+
+struct Case {
+  int64_t n, c, o, h, w, k;
+  int stride, pad, dil;
+  bool bias, relu, symbolic_batch = false;
+};
+
+struct Built {
+  Program p{"nchw_cl"};
+  std::map<std::string, HostTensor> in;
+  HostTensor want;
+};
+
+Built build(const Case& k, std::mt19937& rng) {
+  Built r;
+  Program& p = r.p;
+  const Dim n = k.symbolic_batch ? Dim::symbol("N") : Dim(k.n);
+  const Tensor x = p.input("X", {n, Dim(k.c), Dim(k.h), Dim(k.w)}), w = p.input("W", {k.o, k.c, k.k, k.k});
+  const Tensor b = k.bias ? p.input("b", {k.o}) : Tensor();
+  const Tensor y = ops::conv2d(x, w, b, {k.stride, k.stride}, {k.pad, k.pad}, {k.dil, k.dil}, 1, k.relu ? "conv" : "Y");
+  p.output(k.relu ? ops::relu(y, "Y") : y);
+  r.in = {{"X", random_tensor({k.n, k.c, k.h, k.w}, rng)}, {"W", random_tensor({k.o, k.c, k.k, k.k}, rng)}};
+  if (k.bias) r.in["b"] = random_tensor({k.o}, rng);
+  r.want = conv_reference({k.n, k.c, k.o, {k.h, k.w}, {k.k, k.k}, {k.stride, k.stride}, {k.pad, k.pad},
+                           {k.dil, k.dil}, 1, k.relu},
+                          r.in.at("X"), r.in.at("W"), k.bias ? &r.in.at("b") : nullptr);
+  return r;
+}
+
+// The channels-last convolution stage of a program, if the op built one.
+const Stage* channels_last(const Program& p) {
+  for (const Stage& st : p.stages())
+    if (st.kind == OpKind::Convolution && st.conv_roles && st.vars.size() == 4 &&
+        st.vars.back() == st.conv_roles->out_channel)
+      return &st;
+  return nullptr;
+}
+
+bool goes_channels_last(int64_t c, int64_t o, int64_t hw, int64_t k, int stride = 1) {
+  Program p("which");
+  const Tensor x = p.input("X", {1, c, hw, hw}), w = p.input("W", {o, c, k, k});
+  p.output(ops::conv2d(x, w, Tensor(), {stride, stride}, {static_cast<int>(k / 2), static_cast<int>(k / 2)}, {1, 1},
+                       1, "Y"));
+  return channels_last(p) != nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("which dense channels-first convolutions go channels-last", "[default][conv][nchw_cl]") {
+  CHECK(goes_channels_last(256, 256, 33, 3));     // DeepLab-sized: full vectors, 1089 pixels
+  CHECK(goes_channels_last(128, 128, 56, 3, 2));  // strided, 784 pixels
+  CHECK(goes_channels_last(3, 64, 224, 7, 2));    // the RGB stem (not a window-tile case)
+  CHECK(goes_channels_last(64, 71, 20, 3));       // 71 channels in 5 vectors: 89% full
+  CHECK(goes_channels_last(64, 64, 10, 3));       // 100 pixels
+  CHECK_FALSE(goes_channels_last(64, 51, 20, 3));   // 51 in 4 vectors: 80% full
+  CHECK_FALSE(goes_channels_last(64, 10, 20, 3));   // one vector, 10 of 16 lanes
+  CHECK_FALSE(goes_channels_last(512, 512, 7, 3));  // 49 pixels: the weights' reorder costs more
+  CHECK_FALSE(goes_channels_last(16, 32, 32, 3));   // the window tile, 16 channels per tap
+  CHECK_FALSE(goes_channels_last(64, 64, 20, 1));   // 1x1: no gain measured
+  // Grouped and depthwise convolutions keep their rules.
+  Program p("grouped");
+  const Tensor x = p.input("X", {1, 64, 20, 20}), w = p.input("W", {64, 16, 3, 3});
+  p.output(ops::conv2d(x, w, Tensor(), {1, 1}, {1, 1}, {1, 1}, 4, "Y"));
+  CHECK(channels_last(p) == nullptr);
+}
+
+TEST_CASE("dense channels-first convolutions computed channels-last match float64", "[default][conv][nchw_cl]") {
+  const std::vector<Case> cases = {
+      {1, 37, 32, 17, 19, 3, 1, 1, 1, true, true},       // odd sizes, bias + ReLU, blocked weights
+      {2, 40, 48, 23, 21, 3, 2, 1, 1, false, false},     // stride 2, 2 images
+      {1, 33, 64, 19, 17, 3, 1, 2, 2, true, false},      // dilated, padded by the dilation
+      {1, 3, 32, 29, 31, 7, 2, 3, 1, true, true},        // a 3-channel stem
+      {1, 32, 71, 13, 11, 3, 1, 1, 1, true, false},      // HWIO weights (16 does not divide 71)
+      {3, 48, 32, 11, 13, 5, 1, 2, 1, false, true, true},  // 5x5, a symbolic batch
+      {1, 64, 32, 12, 12, 3, 1, 0, 1, true, false},      // no padding
+  };
+  std::mt19937 rng(53);
+  for (const Case& k : cases) {
+    INFO("C=" << k.c << " O=" << k.o << " " << k.h << "x" << k.w << " k" << k.k << " s" << k.stride << " d" << k.dil
+              << (k.symbolic_batch ? " symbolic batch" : ""));
+    const auto [p, in, want] = build(k, rng);
+    const Stage* conv = channels_last(p);
+    REQUIRE(conv);
+    // The input and the weights reach it through transposes; blocked weights where 16 divides O.
+    int transposes = 0;
+    bool blocked = false;
+    for (const Stage& st : p.stages()) {
+      transposes += st.op == "transpose";
+      blocked |= st.op == "transpose" && st.shape.size() == 5;
+    }
+    CHECK(transposes == 3);  // input, weights, output
+    CHECK(blocked == (k.o % 16 == 0));
+    for (const char* tn : {"host", "x86-64-avx2", "arm-64-linux"}) {
+      Target t = parse_target(tn);
+      t.cores = 2;
+      INFO("target " << tn);
+      const Schedule s = default_schedule(p, t);
+      validate(p, s, &t);
+      // The transposes it reads (directly or through its padding) are made
+      // once per call, not re-read inline; the output's may be inline into
+      // an elementwise consumer (conv + ReLU measured as fast as the conv).
+      std::vector<std::string> reads = conv->reads();
+      for (const std::string& r : conv->reads())
+        if (const Stage* pad = p.find_stage(r); pad && pad->op == "pad")
+          for (const std::string& q : pad->reads()) reads.push_back(q);
+      int made_once = 0;
+      for (const std::string& r : reads)
+        if (const Stage* st = p.find_stage(r); st && st->op == "transpose") {
+          INFO("stage " << r);
+          REQUIRE(s.find(r));
+          made_once += s.find(r)->compute.kind == Placement::Kind::Root;
+        }
+      CHECK(made_once == 2);
+    }
+    // Inputs in [-1, 1]: a K-term f32 sum (K = C x taps, up to 1200 here)
+    // rounds within K u times the sum of |terms|; 3e-5 absolute per 576 terms,
+    // as for the im2col GEMM.
+    const double atol = 3e-5 * std::max(1.0, static_cast<double>(k.c * k.k * k.k) / 576);
+    for (int cores : {1, 2, 3}) {
+      Target t = parse_target("host");
+      t.cores = cores;
+      CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5, atol) <= 1.0);
+    }
+  }
+}
