@@ -276,6 +276,18 @@ struct PlacementDirective : Directive {
     switch (ss.compute.kind) {
       case Placement::Kind::Root:
         f.compute_root();
+        // A root stage is its whole tensor. Left to Halide it would compute
+        // only the region its consumers read, and a root stage's last tile,
+        // shifted inwards (Loops.cpp), would start before 0 in a region
+        // narrower than the tile, reading inputs out of bounds: a stride-2
+        // 1x1 convolution reading 63 of a matmul's 64 columns (found by the
+        // random programs from a convolution). Its static dims are bound to its shape.
+        // (By position: Halide's dim 0 is the last axis, and some Funcs name
+        // their args apart from the stage's variables.)
+        if (const auto args = f.args(); !c.caller_buffer() && args.size() == c.stage().shape.size())
+          for (size_t k = 0; k < args.size(); ++k)
+            if (const Dim& d = c.stage().shape[args.size() - 1 - k]; !d.is_symbolic())
+              f.bound(args[k], 0, static_cast<int>(d.value));
         break;
       case Placement::Kind::Inline:
         break;

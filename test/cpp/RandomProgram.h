@@ -9,11 +9,18 @@
 // mismatch is a code-generation bug, not an ill-conditioned reference; a
 // contraction's second operand is scaled by 1/K by the input generator
 // (`weight_inputs`) for the same reason.
+//
+// With `convolutions`, every program starts from a 2-D channels-first
+// convolution (dense, grouped or depthwise; kernel 1-5, stride, dilation,
+// padding, bias; each default rule's path: channels-last, im2col, window
+// tile) and later ops may add more. A separate mode, so that a seed builds
+// the same program without it as it always did.
 #pragma once
 
 #include <functional>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,7 +44,8 @@ struct RandomProgram {
 
 class RandomProgramBuilder {
  public:
-  explicit RandomProgramBuilder(uint64_t seed) : rng_(seed) {}
+  explicit RandomProgramBuilder(uint64_t seed, bool convolutions = false)
+      : rng_(seed), convolutions_(convolutions) {}
 
   RandomProgram build() {
     RandomProgram r;
@@ -49,7 +57,8 @@ class RandomProgramBuilder {
     // Often the shape of a model layer first: a projection, its bias and
     // activation (the epilogue a contraction's default fuses), then anything.
     std::vector<int> forced;
-    if (coin(0.4)) forced = {kMatmul, kBinary, kUnary};
+    if (convolutions_) forced = {kConv};
+    else if (coin(0.4)) forced = {kMatmul, kBinary, kUnary};
     int applied = 0;
     for (int tries = 0; applied < ops && tries < 60; ++tries) {
       const int k = static_cast<size_t>(applied) < forced.size() ? forced[static_cast<size_t>(applied)] : -1;
@@ -101,7 +110,7 @@ class RandomProgramBuilder {
     return b;
   }
 
-  static constexpr int kUnary = 0, kBinary = 2, kMatmul = 4;
+  static constexpr int kUnary = 0, kBinary = 2, kMatmul = 4, kConv = 9;
 
   // `forced` >= 0: that op class, else a weighted random one.
   bool apply_random_op(int forced = -1) {
@@ -115,7 +124,9 @@ class RandomProgramBuilder {
     // Op classes weighted towards what models compose: elementwise chains
     // around contractions, closed by a row-wise normalization.
     std::discrete_distribution<int> klass({13, 12, 13, 12, 15, 8, 9, 9, 9});
-    switch (forced >= 0 ? forced : klass(rng_)) {
+    int op_class = forced;
+    if (op_class < 0) op_class = convolutions_ && coin(0.2) ? kConv : klass(rng_);
+    switch (op_class) {
       case 0:
       case 1: {
         static const char* unary[] = {"relu", "tanh", "sigmoid", "gelu", "abs", "neg", "silu", "sin", "softplus"};
@@ -204,6 +215,50 @@ class RandomProgramBuilder {
         make = [=, this] { return ops::transpose(x, perm, name("transpose")); };
         break;
       }
+      case kConv: {
+        // On the value where it is [N, C, H, W] with static C, H, W, else on a new input.
+        bool use_x = rank == 4;
+        for (int d = 1; d < rank && use_x; ++d) use_x = !s[static_cast<size_t>(d)].is_symbolic();
+        static const int64_t channels[] = {1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 24, 32, 33, 48, 64};
+        static const int64_t spatial[] = {1, 2, 3, 5, 7, 8, 13, 16, 17, 28, 31, 33};
+        const auto pick = [&](const auto& v) { return v[uniform(0, static_cast<int>(std::size(v)) - 1)]; };
+        const Shape in = use_x ? s : Shape{coin(0.7) ? Dim(1) : pick_dim(), Dim(pick(channels)), Dim(pick(spatial)),
+                                           Dim(pick(spatial))};
+        const int64_t c = in[1].value;
+        static const int kernels[] = {1, 2, 3, 3, 5};
+        const int kh = pick(kernels), kw = coin(0.8) ? kh : pick(kernels);
+        const int stride = coin(0.7) ? 1 : 2, dil = kh > 1 && coin(0.2) ? 2 : 1;
+        const int pad = coin(0.7) ? dil * (std::max(kh, kw) / 2) : 0;
+        const int mode = uniform(0, 4);  // 0-2 dense, 3 depthwise, 4 grouped
+        int groups = 1;
+        if (mode == 3) groups = static_cast<int>(c);
+        if (mode == 4) {
+          std::vector<int> divs;
+          for (int g = 2; g < c; ++g)
+            if (c % g == 0) divs.push_back(g);
+          if (!divs.empty()) groups = divs[static_cast<size_t>(uniform(0, static_cast<int>(divs.size()) - 1))];
+        }
+        // Whole vectors of output channels a third of the time (the channels-last route's).
+        const int64_t o = mode == 3 ? c * (coin(0.7) ? 1 : 2) : groups * (coin(0.3) ? 16 * uniform(1, 4) : pick(channels));
+        const bool bias = coin(0.5);
+        // Bounded for the interpreter: output elements and multiply-adds.
+        const int64_t oh = (static_size(in[2], *r_) + 2 * pad - dil * (kh - 1) - 1) / stride + 1;
+        const int64_t ow = (static_size(in[3], *r_) + 2 * pad - dil * (kw - 1) - 1) / stride + 1;
+        const int64_t out = static_size(in[0], *r_) * o * std::max<int64_t>(oh, 0) * std::max<int64_t>(ow, 0);
+        if (out > kMaxElements || out * (c / groups) * kh * kw > (int64_t{1} << 24)) return false;
+        std::ostringstream os;
+        os << "conv2d(" << kh << "x" << kw << " s" << stride << " d" << dil << " p" << pad << " g" << groups
+           << " -> " << o << (bias ? ", bias)" : ")");
+        label = os.str();
+        make = [=, this] {
+          const Tensor xin = use_x ? x : new_input(in);
+          const Tensor w = new_input({Dim(o), Dim(c / groups), Dim(kh), Dim(kw)});
+          r_->fan_in[w.name()] = c / groups * kh * kw;
+          const Tensor b = bias ? new_input({Dim(o)}) : Tensor();
+          return ops::conv2d(xin, w, b, {stride, stride}, {pad, pad}, {dil, dil}, groups, name("conv2d"));
+        };
+        break;
+      }
     }
     if (!make) return false;
     // An op that rejects these shapes (a symbolic dim it needs static) is a
@@ -221,6 +276,7 @@ class RandomProgramBuilder {
 
   static constexpr int64_t kMaxElements = 1 << 17;  // per tensor: the interpreter's pace
   std::mt19937_64 rng_;
+  bool convolutions_ = false;
   RandomProgram* r_ = nullptr;
   std::vector<Tensor> pool_;
   int next_input_ = 0, next_stage_ = 0;
