@@ -643,6 +643,9 @@ class Lowering {
     const Target& target() const override { return l_.t_; }
     const Stage& stage() const override { return st_; }
     const StageSchedule& schedule() const override { return ss_; }
+    const StageSchedule* schedule_of(const std::string& stage) const override {
+      return l_.s_.options.opt_level == 0 ? nullptr : l_.s_.find(stage);
+    }
     Halide::Func func() override { return l_.funcs_.at(st_.name); }
     bool caller_buffer() const override { return l_.p_.is_output(st_.name) && !l_.read_outputs_.count(st_.name); }
     std::optional<Halide::Func> helper() override {

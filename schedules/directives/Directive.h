@@ -56,6 +56,8 @@ class ApplyContext {
   virtual const Stage& stage() const = 0;
   // The stage's entry (an empty one when it has none, or at opt_level 0).
   virtual const StageSchedule& schedule() const = 0;
+  // Another stage's entry (null when it has none, or at opt_level 0).
+  virtual const StageSchedule* schedule_of(const std::string& stage) const = 0;
   // The stage's Func: what its consumers read.
   virtual Halide::Func func() = 0;
   // The Func that runs the stage's reduction when that is not func():

@@ -4,6 +4,7 @@
 
 #include "dsl/Error.h"
 #include "schedules/directives/Json.h"
+#include "schedules/directives/SkipPadding.h"
 
 namespace pto {
 
@@ -283,8 +284,14 @@ struct PlacementDirective : Directive {
         // 1x1 convolution reading 63 of a matmul's 64 columns (found by the
         // random programs from a convolution). Its static dims are bound to its shape.
         // (By position: Halide's dim 0 is the last axis, and some Funcs name
-        // their args apart from the stage's variables.)
-        if (const auto args = f.args(); !c.caller_buffer() && args.size() == c.stage().shape.size())
+        // their args apart from the stage's variables.) Not a stage a
+        // convolution reads in place of its padding: Halide's region of it
+        // reaches into the padding the guarded steps skip (SkipPadding.h),
+        // and that region is never narrower than the stage.
+        if (const auto args = f.args();
+            !c.caller_buffer() && args.size() == c.stage().shape.size() &&
+            !read_through_padding_of(c.program(), c.stage().name,
+                                     [&](const std::string& n) { return c.schedule_of(n); }))
           for (size_t k = 0; k < args.size(); ++k)
             if (const Dim& d = c.stage().shape[args.size() - 1 - k]; !d.is_symbolic())
               f.bound(args[k], 0, static_cast<int>(d.value));

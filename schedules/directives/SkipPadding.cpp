@@ -17,6 +17,17 @@ SkippedPadding skipped_padding(const Program& p, const Stage& st, const StageSch
   return r;
 }
 
+bool read_through_padding_of(const Program& p, const std::string& source,
+                             const std::function<const StageSchedule*(const std::string&)>& schedule_of) {
+  for (const Stage& st : p.stages()) {
+    const StageSchedule* ss = schedule_of(st.name);
+    if (!ss || ss->skip_padding.empty() || !read_through_padding(p, st, ss->skip_padding)) continue;
+    const auto reads = padded_read(p, st)->stage->reads();
+    if (std::find(reads.begin(), reads.end(), source) != reads.end()) return true;
+  }
+  return false;
+}
+
 namespace {
 
 struct SkipPaddingDirective : NameField<&StageSchedule::skip_padding> {

@@ -5,6 +5,8 @@
 // skipped_padding().
 #pragma once
 
+#include <functional>
+
 #include "schedules/directives/Directive.h"
 
 namespace pto::directives {
@@ -19,5 +21,13 @@ struct SkippedPadding {
   std::optional<Expr> where;
 };
 SkippedPadding skipped_padding(const Program& p, const Stage& st, const StageSchedule* ss);
+
+// Does a sum skipping every padded dim read stage `source` in place of its
+// zero padding (its body read through the padding)? Those reads are guarded
+// by the steps' condition, which Halide's region of `source` does not see:
+// it takes them to reach into the padding (a 1x3 kernel, stride 2, padded by
+// 1 in h: rows -1..13 of 13), though the steps that run read only inside.
+bool read_through_padding_of(const Program& p, const std::string& source,
+                             const std::function<const StageSchedule*(const std::string&)>& schedule_of);
 
 }  // namespace pto::directives

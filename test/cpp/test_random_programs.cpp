@@ -105,6 +105,7 @@ TEST_CASE("random programs from a convolution compile with default schedules and
 // builds the same programs from them (explicit programs below).
 TEST_CASE("random programs: seeds that failed before", "[random-programs][regression]") {
   check_seeds({2979, 3237, 3753, 3846, 4126, 7704, 8586});
+  check_seeds({112}, true);  // from a convolution (1,000-program run)
 }
 
 // Failures the random programs found, kept as explicit programs (a seed stops
@@ -248,4 +249,16 @@ TEST_CASE("regression: a root stage whose consumer reads part of it is computed 
   const Tensor w2 = p.input("W2", {48, 24, 1, 1}), b = p.input("B", {48});
   p.output(ops::conv2d(ops::matmul(x, w, "mm"), w2, b, {2, 2}, {0, 0}, {1, 1}, 1, "Y"));
   check_against_interpreter(p, {{"W", 28}, {"W2", 24}});
+}
+
+// Seed 112 of the random programs from a convolution: the NCHW convolution
+// reads its channels-last input in place of the padding (skip_padding), and
+// Halide's region of that input reaches into the padding the skipped steps
+// never read, so bounding the root stage to its shape failed at run time.
+TEST_CASE("regression: a stage a convolution reads in place of its padding is not bound to its shape",
+          "[random-programs][regression]") {
+  Program p("read_through_padding");
+  const Tensor x = p.input("X", {8, 17, 13, 33}), w = p.input("W", {48, 17, 1, 3});
+  p.output(ops::softmax(ops::conv2d(x, w, Tensor(), {2, 2}, {1, 1}, {1, 1}, 1, "Y"), 2));
+  check_against_interpreter(p, {{"W", 3 * 17}});
 }
