@@ -71,10 +71,12 @@ void interleave_transcendentals(const Program& p, const Target& t, Schedule& s);
 // Contraction.cpp
 std::pair<size_t, size_t> tile_dims(const Stage& st);  // (rows, columns) of the register tile
 // What a contraction's register tile streams (the bytes of the operand its
-// column tiles read, -1 symbolic, 0 unknown) and its reduction steps per tile
-// (-1 symbolic or unknown).
+// column tiles read, -1 symbolic, 0 unknown), the bytes of the operands its
+// row tiles read (A of A @ B; same convention) and its reduction steps per
+// tile (-1 symbolic or unknown).
 struct TileOperands {
   int64_t streamed = 0;
+  int64_t row_operands = 0;
   int64_t steps = -1;
 };
 TileOperands tile_operands(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc);
@@ -82,6 +84,9 @@ TileOperands tile_operands(const Program& p, const Stage& mm, std::pair<size_t, 
 // in one column tile (the contraction's micro-kernel pads it: padded_columns).
 std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls,
                           const TileOperands& ops = {}, bool pad = false);
+// The blocks of whole row tiles (tr rows each) that the cores take one each,
+// or 0 where the tiles are shared otherwise (register_tile's comment).
+int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOperands& ops, const Target& t);
 // Does contraction `mm` have a static column extent that is not whole vectors
 // and fits one register tile (tile_vectors), which the tile computes in
 // whole vectors (pad_lanes) into an accumulator tile of its own, its
@@ -90,7 +95,9 @@ bool padded_columns(const Program& p, const Stage& mm, const Target& t);
 // The most vectors a register tile of 6 rows holds in the target's vector
 // registers (with one for the broadcast operand), at most 4.
 int64_t tile_vectors(const Target& t);
-int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc);
+// The bytes of the operands `mm` reads without its row var (B of A @ B), or
+// with it (`with_row`: A); -1 where a size is symbolic.
+int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc, bool with_row = false);
 // The busiest core's cycles for an r x v-vector register tile over a rows x
 // cols output, and whether its row tiles are the parallel loop.
 struct RegisterTileCost {

@@ -233,9 +233,16 @@ void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool
     // tile first and guarding both splits let Halide store guarded vector
     // lanes out of bounds when the inner loop was vectorized (a crash,
     // found by test_differential; regression test in test_lowering_regressions.cpp).
+    // A parallel outer loop guards its last block instead of shifting it
+    // into the one before, which another core computes at the same time:
+    // both would write the rows they share (the inner tiles still shift,
+    // within the block).
+    const bool parallel_blocks =
+        std::find(ls.parallel.begin(), ls.parallel.end(), names[0]) != ls.parallel.end() &&
+        dim != vl.dim;
     hs.split(vr(d), vr(split_rest(dim)), vr(names[2]), static_cast<int>(inner), tail(dim));
     hs.split(vr(split_rest(dim)), vr(names[0]), vr(names[1]), static_cast<int>(sizes[0] / sizes[1]),
-             tail(dim));
+             parallel_blocks ? Halide::TailStrategy::GuardWithIf : tail(dim));
   }
   if (!ls.order.empty()) {
     std::vector<Halide::VarOrRVar> order;  // innermost first; the lanes stay just inside their loop

@@ -55,7 +55,7 @@ TEST_CASE("default contraction packs strided B panels at static sizes", "[defaul
     INFO(m << "x" << k << "x" << n);
     const Schedule s = default_schedule(matmul_program(m, k, n, false), host_target());
     const StageSchedule& ms = s.stages.at("matmul");
-    CHECK(packs_b(s) == (n > ms.loops.tile.at("j")[0] && m > ms.loops.tile.at("i")[0]));
+    CHECK(packs_b(s) == (n > ms.loops.tile.at("j").back() && m > ms.loops.tile.at("i").back()));
   }
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("default contraction: the register tile with the fewest estimated cycl
   const auto tile = [&](int64_t m, int64_t k, int64_t n) {
     const Schedule s = default_schedule(matmul_program(m, k, n, false), t);
     const StageSchedule& ms = s.stages.at("matmul");
-    return std::pair{ms.loops.tile.at("i")[0], ms.loops.tile.at("j")[0]};
+    return std::pair{ms.loops.tile.at("i").back(), ms.loops.tile.at("j").back()};
   };
   // 200 columns, 16 row tiles: 4 column tiles of 4 vectors (2 a core), not 7
   // of 2 (4 on the busiest core), nor 13 of one vector (6 accumulator chains
@@ -106,4 +106,54 @@ TEST_CASE("default contraction: the register tile with the fewest estimated cycl
   CHECK(tile(1, 32, 3072) == std::pair<int64_t, int64_t>{1, 384});  // W past L2 / 2: one_row_stream
   CHECK(tile(4, 4096, 4096) == std::pair<int64_t, int64_t>{4, 96});
   CHECK(tile(1, 300, 200).second == 112);  // 2 tiles of 7 vectors, one a core, not one of 13
+}
+
+TEST_CASE("default contraction: the cores take row blocks where B is no larger than A", "[defaults][contraction]") {
+  // One block of whole row tiles per core, outermost and parallel, every
+  // column tile inside it; the accumulators per row tile of a block.
+  for (const int cores : {2, 3, 7}) {
+    Target t = host_target();
+    t.cores = cores;
+    const auto blocks = [&](int64_t m, int64_t k, int64_t n) {
+      const Schedule s = default_schedule(matmul_program(m, k, n, false), t);
+      const StageSchedule& ms = s.stages.at("matmul");
+      const auto& rows = ms.loops.tile.at("i");
+      if (rows.size() != 2) return int64_t{0};
+      CHECK(ms.loops.parallel == std::vector<std::string>{"i_o"});
+      CHECK(ms.accumulator_at == "i_m");
+      CHECK(ms.loops.order.front() == "i_o");
+      const int64_t tr = rows[1], tiles = (m + tr - 1) / tr;
+      CHECK(rows[0] % tr == 0);
+      CHECK(rows[0] / tr == (tiles + cores - 1) / cores);
+      return (m + rows[0] - 1) / rows[0];
+    };
+    INFO(cores << " cores");
+    // B smaller than A, or within half the L2: one block per core at most.
+    for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{391, 32, 33}, {3136, 64, 256}, {500, 64, 500}, {2000, 300, 17}}) {
+      INFO(m << "x" << k << "x" << n);
+      const int64_t b = blocks(m, k, n);
+      CHECK(b >= 2);
+      CHECK(b <= cores);
+    }
+    // B much larger than A (BERT's FFN), and too few row tiles: the column tiles.
+    CHECK(blocks(128, 768, 3072) == 0);
+    CHECK(blocks(33, 4096, 33) == 0);
+  }
+}
+
+TEST_CASE("default contraction in row blocks matches float64 where the last block is short",
+          "[defaults][contraction]") {
+  // The last block holds fewer row tiles (guarded, not shifted into its
+  // neighbour) and its last tile shifts inwards within it.
+  std::mt19937 rng(3);
+  for (const int cores : {2, 3, 5}) {
+    Target t = host_target();
+    t.cores = cores;
+    for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{391, 32, 33}, {101, 7, 19}, {255, 20, 40}, {61, 3, 97}}) {
+      INFO(cores << " cores, " << m << "x" << k << "x" << n);
+      const Program p = matmul_program(m, k, n, false);
+      const Kernel kern(p, default_schedule(p, t), t);
+      CHECK(check(kern, m, k, n, rng) <= 1.0);
+    }
+  }
 }

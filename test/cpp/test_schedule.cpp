@@ -94,8 +94,10 @@ TEST_CASE("default schedules validate and explain", "[schedule][explain]") {
   const Schedule s = default_schedule(p, t);
   REQUIRE_NOTHROW(validate(p, s, &t));
   const std::string text = explain(p, s, &t);
-  CHECK_THAT(text, Contains("parallel for i1_o"));
-  CHECK_THAT(text, Contains("mm: {\"at\":\"out\",\"loop\":\"i0_o\"}"));
+  // Row blocks, one per core (register_tile), each over every column tile.
+  CHECK_THAT(text, Contains("parallel for i0_o"));
+  CHECK_THAT(text, Contains("for i1_o"));
+  CHECK_THAT(text, Contains("mm: {\"at\":\"out\",\"loop\":\"i0_m\"}"));
   CHECK_THAT(text, Contains("[inlined: biased]"));
   CHECK_THAT(text, Contains("mm(i, j) = sum(mm(i, j), (A(i, k) * B(k, j)))"));
   CHECK_THAT(explain(p, plain_schedule(p), &t), Contains("mm: \"root\", storage f32"));
