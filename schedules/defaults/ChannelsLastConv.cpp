@@ -322,8 +322,11 @@ void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, con
   // unrolled too. (Rows of a taller tile left in a loop need a guard per row
   // inside the reduction: 2x slower.) 2 threads: layer 16 (14x14, one-row
   // tiles) 0.459 -> 0.424 ms; layer 22 (7x7, 4 two-row tiles) 0.458 -> 0.444
-  // ms (columns only) -> 0.396 ms (rows unrolled as well).
-  if (const auto pr = padded_read(p, mm); pr && pr->stage->vars.size() == 4 && xt >= OW) {
+  // ms (columns only) -> 0.396 ms (rows unrolled as well). A one-row tile
+  // over part of a row skips the rows' padding alone, its columns' padding
+  // then varying within the row: DeepLab's dilated 3x3 (33 x 33, 1 x 11
+  // pixels, padding 2) 4.07 -> 3.83 ms (oneDNN 3.24).
+  if (const auto pr = padded_read(p, mm); pr && pr->stage->vars.size() == 4 && (xt >= OW || yt == 1)) {
     auto padded = [&](const std::string& d) { return std::find(pr->dims.begin(), pr->dims.end(), d) != pr->dims.end(); };
     const std::string h = pr->stage->vars[1], w = pr->stage->vars[2];
     if (padded(h) && yt == 1) {
@@ -333,8 +336,10 @@ void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, con
       up.unroll[outer_loop(y)] = 0;
       up.unroll[role.kernel_row] = 0;
     }
-    if (padded(w)) ms.skip_padding.push_back(w);
-    if (!ms.skip_padding.empty()) up.unroll[role.kernel_col] = 0;
+    if (xt >= OW) {
+      if (padded(w)) ms.skip_padding.push_back(w);
+      if (!ms.skip_padding.empty()) up.unroll[role.kernel_col] = 0;
+    }
   }
   ms.update = up;
 }

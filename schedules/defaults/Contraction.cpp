@@ -185,9 +185,9 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
     ls.vector_width = lanes;
   }
   if (!serial)
-    ls.parallel = {outer_parallel                ? *outer_parallel
+    ls.parallel = {outer_parallel             ? *outer_parallel
                    : blocks || rows_parallel ? outer_loop(row)
-                                                 : outer_loop(col)};
+                                             : outer_loop(col)};
   return blocks ? middle_loop(row) : outer_loop(row);
 }
 

@@ -111,6 +111,22 @@ TEST_CASE(
   const StageSchedule* r = rs.find("Y_acc");
   REQUIRE(r);
   CHECK(r->skip_padding == std::vector<std::string>{"h", "w"});
+  // Weights outweighing the input and the L2 with a pixel tile of part of a
+  // row (22 = 2 x 11 pixels, one-row tiles): the rows' padding alone.
+  Target small_l2 = t;
+  small_l2.l2_bytes = 64 << 10;
+  const Program part = padded_conv(22, 32, 96, 1);
+  const Schedule ps = default_schedule(part, small_l2);
+  const StageSchedule* pa = ps.find("Y_acc");
+  REQUIRE(pa);
+  REQUIRE(pa->update);
+  CHECK(pa->update->tile.at("x") == std::vector<int64_t>{11});
+  CHECK(pa->update->tile.at("y") == std::vector<int64_t>{1});
+  CHECK(pa->skip_padding == std::vector<std::string>{"h"});
+  {
+    std::mt19937 prng(9);
+    CHECK(check(part, ps, prng) <= 1.0);
+  }
   CHECK_THAT(explain(p, s, &t), Contains("    where "));
   CHECK(schedule_from_json(schedule_to_json(s)) == s);
   std::mt19937 rng(5);
