@@ -141,9 +141,14 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
           outer_iterations > 0 ? static_cast<double>(outer_parallel ? (outer_iterations + cores - 1) / cores
                                                                     : outer_iterations)
                                : 1.0;
+      const int64_t width = padded ? padded * lanes : cols;
       for (const auto& [r, v] : tiles) {
-        const RegisterTileCost c = register_tile_cost(rows, padded ? padded * lanes : cols, r, v, lanes, cores,
-                                                      outer_parallel.has_value(), ops, t.l2_bytes);
+        const TileSharing sharing = outer_parallel ? TileSharing::Outer : TileSharing::Tiles;
+        RegisterTileCost c = register_tile_cost(rows, width, r, v, lanes, cores, sharing, ops, t.l2_bytes);
+        // As register_tile lays them out below: row blocks where they apply.
+        if (!outer_parallel && cores == t.cores && row_blocks(rows, r, c.rows_parallel, ops, t))
+          c.cycles = register_tile_cost(rows, width, r, v, lanes, cores, TileSharing::RowBlocks, ops, t.l2_bytes)
+                         .cycles;
         if (b.cycles < 0 || c.cycles * per_core_outer <= b.cycles)
           b = {c.cycles * per_core_outer, r, v, c.rows_parallel};
       }
@@ -223,7 +228,15 @@ int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOpera
 // `lanes`) over a rows x cols output (-1: symbolic, counted as one tile), the
 // last tile of each dim shifted inwards over work already done. A reduction
 // step issues r x v FMAs on the 2 FMA pipes of an x86 core and r + v loads on
-// its 2 load ports, and takes at least the FMA latency (4 cycles). Each tile
+// its 2 load ports, and takes at least the FMA latency (4 cycles), plus
+// kStepCycles that no tile hides (the loop's own instructions, the loads'
+// address arithmetic): fitted on the 2-core Sapphire Rapids to balanced tiles
+// over [264, 1000] @ [1000, 192], time per FMA relative to 8 x 3: 6 x 3
+// 1.05, 12 x 2 1.06, 6 x 2 1.17, 12 x 1 1.32, where the bound alone says
+// 1.0 for all but 12 x 1 (1.08). Without it, 12 x 1 tiles won over wider
+// ones for the columns they save, and ran slower: [257, 1000] @ [1000, 200]
+// 0.42 ms against 0.35 in 12 x 2, [96, 1000] @ [1000, 333] 0.28 against 0.21
+// in 8 x 3 (oneDNN 0.31, 0.21). Each tile
 // also zeroes, and stores, its accumulators and enters its loops: about 64 + r
 // x v cycles, which matter where the reduction is short ([994, 15] @ [15,
 // 194]: 12 x 1 vectors, fewer columns computed, 0.037 ms; 6 x 4 0.029; equal
@@ -239,14 +252,14 @@ int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOpera
 // convolution over 103 column tiles took 9.8 ms with its rows shared, 4.0 with
 // its columns); under an outer parallel dim every iteration runs all.
 RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64_t v, int64_t lanes,
-                                    int64_t cores, bool outer_parallel, const TileOperands& ops,
+                                    int64_t cores, TileSharing sharing, const TileOperands& ops,
                                     int64_t l2_bytes) {
-  constexpr double kStreamedStepCycles = 24, kTileCycles = 64;
+  constexpr double kStreamedStepCycles = 24, kTileCycles = 64, kStepCycles = 2.5;
   // A symbolic or unknown reduction counts as long: the tile overhead vanishes.
   constexpr int64_t kLongReduction = 1 << 20;
   const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   const double step =
-      std::max({static_cast<double>(r * v) / 2, static_cast<double>(r + v) / 2, 4.0});
+      std::max({static_cast<double>(r * v) / 2, static_cast<double>(r + v) / 2, 4.0}) + kStepCycles;
   const bool streamed = ops.streamed < 0 || ops.streamed > l2_bytes;
   const double first = streamed ? std::max(step, kStreamedStepCycles) : step;
   const double steps = static_cast<double>(ops.steps > 0 ? ops.steps : kLongReduction);
@@ -254,7 +267,9 @@ RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64
   const int64_t col_tiles = cols > 0 ? ceil_div(cols, v * lanes) : 1;
   RegisterTileCost c;
   int64_t cols_busiest = col_tiles, rows_busiest = row_tiles;
-  if (!outer_parallel) {
+  if (sharing == TileSharing::RowBlocks) {
+    rows_busiest = ceil_div(row_tiles, cores);
+  } else if (sharing == TileSharing::Tiles) {
     const int64_t by_cols = ceil_div(col_tiles, cores) * row_tiles;
     const int64_t by_rows = col_tiles * ceil_div(row_tiles, cores);
     c.rows_parallel = col_tiles < cores && by_rows < by_cols;
@@ -452,21 +467,36 @@ bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor,
 
 // Is the K x (tile columns) panel of `tensor` that a column tile reads a
 // strided one (rows wider than the tile, so each k starts a new row) that
-// several row tiles reuse? Then packing it once per column tile pays even for
-// rows under needs_packing's 512: its rows then share few cache sets and
-// defeat the prefetcher. The symbolic kernels, which pack every such panel,
-// beat the unpacked static ones on [16384, 128] @ [128, 128] (35.7 vs 45.0 ms
-// on the loaded 2-core Sapphire Rapids, same tiles otherwise) and [257, 1000]
-// @ [1000, 333] (1.65 vs 2.04 ms). A panel spanning whole rows (row <= tile)
-// is contiguous already and is read in place.
+// packing pays for? Packed once per column tile, its rows no longer share
+// few cache sets nor defeat the prefetcher: the symbolic kernels, which pack
+// every such panel, beat the unpacked static ones on [16384, 128] @ [128,
+// 128] (35.7 vs 45.0 ms on the loaded 2-core Sapphire Rapids, same tiles
+// otherwise) and [257, 1000] @ [1000, 333] (1.65 vs 2.04 ms). The copy costs
+// about as much as a row tile or two of FMAs, and the rows it speeds up gain
+// a tenth or so, so it pays where kPanelReuse row tiles or more read it (same
+// Sapphire Rapids, 2 threads, packed vs in place, ms: [18, 379] @ [379, 80]
+// 0.0119 vs 0.0091, [30, 379] @ [379, 200] 0.033 vs 0.025, [48, 1500] @
+// [1500, 80] 0.058 vs 0.049; [257, 1000] @ [1000, 200] 0.42 vs 0.46), or
+// where the cache lines the strided panel touches outgrow half the L2, so
+// that each row tile would fetch them again from L3 ([59, 7151] @ [7151,
+// 102], 10 row tiles: 0.53 vs 0.67). A panel spanning whole rows (row <=
+// tile) is contiguous already and is read in place.
 bool strided_panel(const Program& p, const Stage& mm, const std::string& tensor,
-                   std::pair<size_t, size_t> rc, const LoopSchedule& ls) {
+                   std::pair<size_t, size_t> rc, const LoopSchedule& ls, const Target& t) {
+  constexpr int64_t kPanelReuse = 12;
   if (mm.kind != OpKind::Contraction) return false;
   const Shape& sh = p.tensor(tensor).shape;
   const auto cols = ls.tile.find(mm.vars[rc.second]), rows = ls.tile.find(mm.vars[rc.first]);
   if (sh.size() < 2 || cols == ls.tile.end() || rows == ls.tile.end()) return false;
   const int64_t row = static_extent(sh.back()), m = static_extent(mm.shape[rc.first]);
-  return row > cols->second.back() && (m < 0 || m > rows->second.back());
+  if (row <= cols->second.back()) return false;  // symbolic rows: needs_packing's
+  // The row tiles inside one column tile: a row block's (row_blocks), or all.
+  const std::vector<int64_t>& tr = rows->second;
+  const int64_t reuse = tr.size() == 2 ? tr[0] / tr[1] : m < 0 ? kPanelReuse : (m + tr[0] - 1) / tr[0];
+  const int64_t steps = tile_operands(p, mm, rc).steps;
+  const int64_t line = t.cache_line_bytes;
+  const int64_t lines_per_step = (cols->second.back() * 4 + line - 1) / line + 1;  // f32, unaligned
+  return reuse >= kPanelReuse || steps < 0 || steps * lines_per_step * line > t.l2_bytes / 2;
 }
 
 // mm computed per register tile of its elementwise epilogue `e`.
@@ -574,7 +604,7 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
   if (mm.kind == OpKind::Contraction && reads.size() == 2 && p.tensor(reads[1]).shape.size() >= 2) {
     const bool transposed = transposed_operand(mm, reads[1], rc);
     if (transposed || needs_packing(p, mm, reads[1], rc) ||
-        strided_panel(p, mm, reads[1], rc, ms.loops))
+        strided_panel(p, mm, reads[1], rc, ms.loops, t))
       ms.cache.push_back({reads[1], outer_loop(mm.vars[rc.second]), transposed});
   }
 }

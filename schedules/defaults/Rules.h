@@ -99,13 +99,17 @@ int64_t tile_vectors(const Target& t);
 // with it (`with_row`: A); -1 where a size is symbolic.
 int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc, bool with_row = false);
 // The busiest core's cycles for an r x v-vector register tile over a rows x
-// cols output, and whether its row tiles are the parallel loop.
+// cols output, and whether its row tiles are the parallel loop. The cores
+// share an outer dim (every core runs all tiles of its iterations), the tiles
+// (column tiles, or row tiles where that leaves the busiest core fewer) or
+// blocks of row tiles (row_blocks).
+enum class TileSharing { Outer, Tiles, RowBlocks };
 struct RegisterTileCost {
   double cycles = 0;
   bool rows_parallel = false;
 };
 RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64_t v, int64_t lanes,
-                                    int64_t cores, bool outer_parallel, const TileOperands& ops,
+                                    int64_t cores, TileSharing sharing, const TileOperands& ops,
                                     int64_t l2_bytes);
 LoopSchedule micro_kernel(const Stage& mm, std::pair<size_t, size_t> rc, const Target& t, bool const_tile);
 bool static_tile(const Stage& st, std::pair<size_t, size_t> rc);
