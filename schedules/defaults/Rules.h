@@ -84,6 +84,9 @@ TileOperands tile_operands(const Program& p, const Stage& mm, std::pair<size_t, 
 // in one column tile (the contraction's micro-kernel pads it: padded_columns).
 std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls,
                           const TileOperands& ops = {}, bool pad = false);
+// The loop register tile `ls` packs a column tile's panel of B at: the one
+// just outside the row tiles that read it.
+std::string panel_loop(const Stage& mm, std::pair<size_t, size_t> rc, const LoopSchedule& ls);
 // The blocks of whole row tiles (tr rows each) that the cores take one each,
 // or 0 where the tiles are shared otherwise (register_tile's comment).
 int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOperands& ops, const Target& t);

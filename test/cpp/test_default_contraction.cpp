@@ -45,17 +45,58 @@ double check(const Kernel& k, int64_t m, int64_t kk, int64_t n, std::mt19937& rn
 
 TEST_CASE("default contraction packs strided B panels at static sizes", "[defaults][contraction]") {
   // Rows of 128 and 333 floats are wider than a 64-column tile: packed, as
-  // the symbolic kernel does; one row tile (M <= tile rows) would not reuse a
-  // packed panel. In general: packed exactly where the B rows are wider than
-  // the column tile and more than one row tile reads the panel.
-  CHECK(packs_b(default_schedule(matmul_program(300, 128, 128, false), host_target())));
-  CHECK(packs_b(default_schedule(matmul_program(257, 1000, 333, false), host_target())));
-  CHECK_FALSE(packs_b(default_schedule(matmul_program(4, 128, 128, false), host_target())));
-  for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{64, 64, 64}, {100, 50, 48}, {37, 20, 16}, {500, 64, 500}}) {
+  // the symbolic kernel does, where 12 or more row tiles reuse the panel, or
+  // where the cache lines of the strided panel outgrow half the L2 (K = 7151);
+  // a few row tiles read it in place (3 of them over [18, 379] @ [379, 80]),
+  // and one row tile (M <= tile rows) would not reuse a packed panel.
+  const Target& t = host_target();
+  CHECK(packs_b(default_schedule(matmul_program(300, 128, 128, false), t)));
+  CHECK(packs_b(default_schedule(matmul_program(257, 1000, 333, false), t)));
+  CHECK(packs_b(default_schedule(matmul_program(59, 7151, 102, false), t)));
+  CHECK_FALSE(packs_b(default_schedule(matmul_program(18, 379, 80, false), t)));
+  CHECK_FALSE(packs_b(default_schedule(matmul_program(4, 128, 128, false), t)));
+  for (const auto& [m, k, n] :
+       std::vector<std::array<int64_t, 3>>{{64, 64, 64}, {100, 50, 48}, {37, 20, 16}, {500, 64, 500}, {48, 300, 80}}) {
     INFO(m << "x" << k << "x" << n);
-    const Schedule s = default_schedule(matmul_program(m, k, n, false), host_target());
+    const Schedule s = default_schedule(matmul_program(m, k, n, false), t);
     const StageSchedule& ms = s.stages.at("matmul");
-    CHECK(packs_b(s) == (n > ms.loops.tile.at("j").back() && m > ms.loops.tile.at("i").back()));
+    const auto& rows = ms.loops.tile.at("i");
+    const int64_t reuse = rows.size() == 2 ? rows[0] / rows[1] : (m + rows[0] - 1) / rows[0];
+    CHECK(packs_b(s) == (n > ms.loops.tile.at("j").back() && reuse >= 12));  // K too short for L2's rule
+  }
+}
+
+TEST_CASE("default contraction: a batch too small to share runs inside the parallel tiles",
+          "[defaults][contraction]") {
+  // 3 batches on 2 cores share the column tiles (or row blocks); the
+  // parallel loop is outermost (one fork per call), each task running every
+  // batch of its tiles; a packed panel is per batch, just outside the row
+  // tiles that read it.
+  Target t = host_target();
+  t.cores = 2;
+  std::mt19937 rng(5);
+  for (const auto& [bt, m, k, n] : std::vector<std::array<int64_t, 4>>{{3, 18, 379, 80}, {2, 300, 128, 200}}) {
+    INFO(bt << "x" << m << "x" << k << "x" << n);
+    Program p("bmm");
+    const Tensor a = p.input("A", Shape{Dim(bt), Dim(m), Dim(k)});
+    const Tensor b = p.input("B", Shape{Dim(bt), Dim(k), Dim(n)});
+    p.output(ops::matmul(a, b, "matmul"));
+    const Schedule s = default_schedule(p, t);
+    const StageSchedule& ms = s.stages.at("matmul");
+    REQUIRE(ms.loops.parallel.size() == 1);
+    const auto& order = ms.loops.order;
+    CHECK(order.front() == ms.loops.parallel[0]);
+    CHECK(packs_b(s) == (m >= 100));
+    for (const auto& c : ms.cache) {
+      const auto rows = std::find(order.begin(), order.end(), ms.accumulator_at);
+      REQUIRE(rows != order.begin());
+      CHECK(c.loop == *(rows - 1));
+      CHECK(c.loop != ms.loops.parallel[0]);
+    }
+    const std::map<std::string, HostTensor> in = {{"A", random_tensor({bt, m, k}, rng)},
+                                                  {"B", random_tensor({bt, k, n}, rng)}};
+    const Kernel kern(p, s, t);
+    CHECK(tolerance_ratio(run_f32(kern, in)[0], interpret(p, in).at("matmul"), 1e-4, 1e-4) <= 1.0);
   }
 }
 
@@ -106,6 +147,10 @@ TEST_CASE("default contraction: the register tile with the fewest estimated cycl
   CHECK(tile(1, 32, 3072) == std::pair<int64_t, int64_t>{1, 384});  // W past L2 / 2: one_row_stream
   CHECK(tile(4, 4096, 4096) == std::pair<int64_t, int64_t>{4, 96});
   CHECK(tile(1, 300, 200).second == 112);  // 2 tiles of 7 vectors, one a core, not one of 13
+  // 12 x 1 tiles compute fewer of 200 columns than wider ones but run
+  // slower per FMA (a step's fixed cycles): 24 accumulators.
+  const auto [r, c] = tile(257, 1000, 200);
+  CHECK(r * c / lanes == 24);
 }
 
 TEST_CASE("default contraction: the cores take row blocks where B is no larger than A", "[defaults][contraction]") {
