@@ -144,11 +144,10 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
       const int64_t width = padded ? padded * lanes : cols;
       for (const auto& [r, v] : tiles) {
         const TileSharing sharing = outer_parallel ? TileSharing::Outer : TileSharing::Tiles;
-        RegisterTileCost c = register_tile_cost(rows, width, r, v, lanes, cores, sharing, ops, t.l2_bytes);
+        RegisterTileCost c = register_tile_cost(rows, width, r, v, lanes, cores, sharing, ops, t);
         // As register_tile lays them out below: row blocks where they apply.
         if (!outer_parallel && cores == t.cores && row_blocks(rows, r, c.rows_parallel, ops, t))
-          c.cycles = register_tile_cost(rows, width, r, v, lanes, cores, TileSharing::RowBlocks, ops, t.l2_bytes)
-                         .cycles;
+          c.cycles = register_tile_cost(rows, width, r, v, lanes, cores, TileSharing::RowBlocks, ops, t).cycles;
         if (b.cycles < 0 || c.cycles * per_core_outer <= b.cycles)
           b = {c.cycles * per_core_outer, r, v, c.rows_parallel};
       }
@@ -255,7 +254,10 @@ int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOpera
 // 1.0 for all but 12 x 1 (1.08). Without it, 12 x 1 tiles won over wider
 // ones for the columns they save, and ran slower: [257, 1000] @ [1000, 200]
 // 0.42 ms against 0.35 in 12 x 2, [96, 1000] @ [1000, 333] 0.28 against 0.21
-// in 8 x 3 (oneDNN 0.31, 0.21). Each tile
+// in 8 x 3 (oneDNN 0.31, 0.21). A column tile's panel of B (K x its columns)
+// that the L1 does not hold adds kL2PanelCycles a step: a 1x1 convolution's
+// GEMM, [256, 256] @ [256, 196], 12 x 2 (32 KiB panel) 0.25 ms, 6 x 4 (64
+// KiB; equal cycles without the term) 0.28. Each tile
 // also zeroes, and stores, its accumulators and enters its loops: about 64 + r
 // x v cycles, which matter where the reduction is short ([994, 15] @ [15,
 // 194]: 12 x 1 vectors, fewer columns computed, 0.037 ms; 6 x 4 0.029; equal
@@ -272,16 +274,17 @@ int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOpera
 // its columns); under an outer parallel dim every iteration runs all.
 RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64_t v, int64_t lanes,
                                     int64_t cores, TileSharing sharing, const TileOperands& ops,
-                                    int64_t l2_bytes) {
-  constexpr double kStreamedStepCycles = 24, kTileCycles = 64, kStepCycles = 2.5;
+                                    const Target& t) {
+  constexpr double kStreamedStepCycles = 24, kTileCycles = 64, kStepCycles = 2.5, kL2PanelCycles = 1;
   // A symbolic or unknown reduction counts as long: the tile overhead vanishes.
   constexpr int64_t kLongReduction = 1 << 20;
   const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  const double step =
-      std::max({static_cast<double>(r * v) / 2, static_cast<double>(r + v) / 2, 4.0}) + kStepCycles;
-  const bool streamed = ops.streamed < 0 || ops.streamed > l2_bytes;
-  const double first = streamed ? std::max(step, kStreamedStepCycles) : step;
   const double steps = static_cast<double>(ops.steps > 0 ? ops.steps : kLongReduction);
+  const bool panel_in_l2 = steps * static_cast<double>(v * lanes * 4) > static_cast<double>(t.l1_bytes);
+  const double step = std::max({static_cast<double>(r * v) / 2, static_cast<double>(r + v) / 2, 4.0}) +
+                      kStepCycles + (panel_in_l2 ? kL2PanelCycles : 0.0);
+  const bool streamed = ops.streamed < 0 || ops.streamed > t.l2_bytes;
+  const double first = streamed ? std::max(step, kStreamedStepCycles) : step;
   const int64_t row_tiles = rows > 0 ? ceil_div(rows, r) : 1;
   const int64_t col_tiles = cols > 0 ? ceil_div(cols, v * lanes) : 1;
   RegisterTileCost c;

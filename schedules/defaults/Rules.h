@@ -113,7 +113,7 @@ struct RegisterTileCost {
 };
 RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64_t v, int64_t lanes,
                                     int64_t cores, TileSharing sharing, const TileOperands& ops,
-                                    int64_t l2_bytes);
+                                    const Target& t);
 LoopSchedule micro_kernel(const Stage& mm, std::pair<size_t, size_t> rc, const Target& t, bool const_tile);
 bool static_tile(const Stage& st, std::pair<size_t, size_t> rc);
 bool specialized_tile(const Stage& st, const LoopSchedule& ls);  // a specialize directive pays
