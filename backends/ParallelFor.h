@@ -16,6 +16,8 @@
 
 #include <Halide.h>
 
+#include <functional>
+
 namespace pto {
 
 // A JIT call's context: the thread count its parallel loops use (0: the
@@ -24,6 +26,19 @@ namespace pto {
 struct ParallelContext : Halide::JITUserContext {
   int threads = 0;
 };
+
+// Runs task(i) for i in [min, min + size) on up to `threads` threads (the
+// calling thread alone inside an OpenMP region or after fork) and returns the
+// first nonzero code a task returned; after one, the tasks not yet started
+// are skipped. Each thread runs one contiguous block of the tasks in order,
+// the same block every call: consecutive tasks read consecutive rows, so a
+// core's prefetchers follow its operands' streams from one task into the
+// next, and it finds its share in its own L2 from the call before. Tasks
+// handed out one at a time break every stream at each task. A thread whose
+// block is done takes the remaining tasks from the far end of the others'
+// blocks, so that tasks of uneven cost (causal attention's query blocks: the
+// last reads every key) still keep every core busy.
+int run_tasks(int threads, int min, int size, const std::function<int(int)>& task);
 
 // Installs the OpenMP loop runner on `ctx` unless PTO_PARALLEL=halide.
 void use_parallel_for(ParallelContext& ctx, int threads);
