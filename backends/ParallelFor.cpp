@@ -39,7 +39,9 @@ struct alignas(64) Block {
   std::atomic<uint64_t> range{0};
 
   static uint64_t pack(uint32_t next, uint32_t end) { return (uint64_t{next} << 32) | end; }
-  void reset(uint32_t next, uint32_t end) { range.store(pack(next, end), std::memory_order_relaxed); }
+  void reset(uint32_t next, uint32_t end) {
+    range.store(pack(next, end), std::memory_order_relaxed);
+  }
 
   // The owner's next task, or -1 when the block is empty.
   int64_t take_front() {
@@ -47,7 +49,8 @@ struct alignas(64) Block {
     while (true) {
       const uint32_t next = r >> 32, end = r & 0xffffffffu;
       if (next >= end) return -1;
-      if (range.compare_exchange_weak(r, pack(next + 1, end), std::memory_order_acq_rel)) return next;
+      if (range.compare_exchange_weak(r, pack(next + 1, end), std::memory_order_acq_rel))
+        return next;
     }
   }
   // A thief's task: the block's last, farthest from what its owner reads.
@@ -56,7 +59,8 @@ struct alignas(64) Block {
     while (true) {
       const uint32_t next = r >> 32, end = r & 0xffffffffu;
       if (next >= end) return -1;
-      if (range.compare_exchange_weak(r, pack(next, end - 1), std::memory_order_acq_rel)) return end - 1;
+      if (range.compare_exchange_weak(r, pack(next, end - 1), std::memory_order_acq_rel))
+        return end - 1;
     }
   }
 };

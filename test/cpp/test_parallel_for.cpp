@@ -3,17 +3,16 @@
 // error code comes back and stops the tasks not yet started; blocks are
 // contiguous and in order per thread; an idle thread takes work from a busy
 // one's block.
-#include <catch2/catch.hpp>
+#include <omp.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
-
-#include <omp.h>
 
 #include "backends/ParallelFor.h"
 
