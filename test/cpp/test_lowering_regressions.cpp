@@ -87,13 +87,13 @@ TEST_CASE("regression: invalid placements are schedule errors, not Halide errors
   const Program ln = make_workload("layer_norm", {{"R", 5}, {"C", 33}});
   // ... and the lanes of a split vectorized loop between storage and computation.
   CHECK_THROWS_WITH(bad(ln, R"({"schema":1,"stages":{"Y":{"tile":{"i0":[4,2]},"vectorize":{"loop":"i0_o","width":4}},
-                                "Y_var":{"compute":{"at":"Y","loop":"i0_m"},"store":"root"}}})"),
+                                "Y_ss":{"compute":{"at":"Y","loop":"i0_m"},"store":"root"}}})"),
                     Contains("'Y.i0_o (vector lanes)'"));
   // Storage inside the computation, or at a stage that does not enclose it.
   CHECK_THROWS_WITH(bad(ln, R"({"schema":1,"stages":{"Y":{"tile":{"i0":[4,2]}},
-                                "Y_var":{"compute":{"at":"Y","loop":"i0_o"},"store":{"at":"Y","loop":"i0_m"}}}})"),
+                                "Y_ss":{"compute":{"at":"Y","loop":"i0_o"},"store":{"at":"Y","loop":"i0_m"}}}})"),
                     Contains("does not enclose where it is computed; valid: \"root\", Y.i0_o"));
-  CHECK_THROWS_WITH(bad(ln, R"({"schema":1,"stages":{"Y_var":{"store":{"at":"Y","loop":"i0"}}}})"),
+  CHECK_THROWS_WITH(bad(ln, R"({"schema":1,"stages":{"Y_ss":{"store":{"at":"Y","loop":"i0"}}}})"),
                     Contains("storage can only be hoisted out of a compute_at"));
   // A producer of a reduction lives in its update: a loop of the pure part only is no place.
   CHECK_THROWS_WITH(bad(sm, R"({"schema":1,"stages":{"Y_sum":{"tile":{"i0":[2]}},
@@ -128,7 +128,7 @@ TEST_CASE("regression: invalid placements are schedule errors, not Halide errors
                             "mm":{"compute":{"at":"biased","loop":"i0_i"}},"out":{"tile":{"i0":[8]}}}})"),
                     Contains("which that stage splits by an unroll factor or vector width"));
   // Was: "Input buffer X is accessed at 5, which is beyond the max (4)".
-  CHECK_THROWS_WITH(bad(ln, R"({"schema":1,"stages":{"Y_mean":{"cache":[{"loop":"i0_i","tensor":"X"}],
+  CHECK_THROWS_WITH(bad(ln, R"({"schema":1,"stages":{"Y_sum":{"cache":[{"loop":"i0_i","tensor":"X"}],
                                 "pipeline":{"prefetch":[{"distance":3,"loop":"i0_i","tensor":"X"}]},
                                 "update":{"tile":{"i0":[2]},"vectorize":{"loop":"i0_i","width":0}}}}})"),
                     Contains("prefetch of 'X', which it also caches"));
