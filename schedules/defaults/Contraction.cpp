@@ -43,8 +43,10 @@ OuterIterations outer_iterations(const Stage& st, std::pair<size_t, size_t> rc) 
   for (size_t k = 0; k < st.vars.size(); ++k) {
     if (k == rc.first || k == rc.second) continue;
     const int64_t x = static_extent(st.shape[k]);
-    if (x < 0) it.symbolic = true;
-    else it.known *= x;
+    if (x < 0)
+      it.symbolic = true;
+    else
+      it.known *= x;
   }
   return it;
 }
@@ -108,7 +110,8 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   // Columns that are not whole vectors, padded: the tile spans them all in
   // whole vectors (the micro-kernel computes the last one in full:
   // padded_columns), its rows chosen so.
-  const int64_t padded = pad && lanes > 1 && cols > 0 && cols % lanes != 0 ? (cols + lanes - 1) / lanes : 0;
+  const int64_t padded =
+      pad && lanes > 1 && cols > 0 && cols % lanes != 0 ? (cols + lanes - 1) / lanes : 0;
   if (padded) tc = padded * lanes;
   if (tc >= lanes && cols > 0) {
     // Candidates in order: later ones win ties (a conv's 56-wide rows: one
@@ -127,7 +130,8 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
       // Rows past 6 (8 of them: one 8-row tile, not 6 and a shifted 6) at
       // every width; 6 or fewer are the tr-row tiles above up to max_vectors.
       const int64_t most = rows == 1 ? regs * 3 / 4 : (regs - 1) / (rows + 1);
-      for (int64_t v = std::max(vmin, tr == rows ? max_vectors + 1 : 1); v <= std::min(most, vmax); ++v)
+      for (int64_t v = std::max(vmin, tr == rows ? max_vectors + 1 : 1); v <= std::min(most, vmax);
+           ++v)
         tiles.emplace_back(rows, v);
     }
     struct Best {
@@ -138,16 +142,19 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
     const auto best_tile = [&](int64_t cores) {
       Best b;
       const double per_core_outer =
-          outer_iterations > 0 ? static_cast<double>(outer_parallel ? (outer_iterations + cores - 1) / cores
-                                                                    : outer_iterations)
-                               : 1.0;
+          outer_iterations > 0
+              ? static_cast<double>(outer_parallel ? (outer_iterations + cores - 1) / cores
+                                                   : outer_iterations)
+              : 1.0;
       const int64_t width = padded ? padded * lanes : cols;
       for (const auto& [r, v] : tiles) {
         const TileSharing sharing = outer_parallel ? TileSharing::Outer : TileSharing::Tiles;
         RegisterTileCost c = register_tile_cost(rows, width, r, v, lanes, cores, sharing, ops, t);
         // As register_tile lays them out below: row blocks where they apply.
         if (!outer_parallel && cores == t.cores && row_blocks(rows, r, c.rows_parallel, ops, t))
-          c.cycles = register_tile_cost(rows, width, r, v, lanes, cores, TileSharing::RowBlocks, ops, t).cycles;
+          c.cycles =
+              register_tile_cost(rows, width, r, v, lanes, cores, TileSharing::RowBlocks, ops, t)
+                  .cycles;
         if (b.cycles < 0 || c.cycles * per_core_outer <= b.cycles)
           b = {c.cycles * per_core_outer, r, v, c.rows_parallel};
       }
@@ -184,7 +191,7 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
   order.insert(order.end(), tiles.begin(), tiles.end());
   for (const std::string& l : {inner_loop(row), inner_loop(col)}) order.push_back(l);
   if (!serial)
-    ls.parallel = {outer_parallel             ? *outer_parallel
+    ls.parallel = {outer_parallel            ? *outer_parallel
                    : blocks || rows_parallel ? outer_loop(row)
                                              : outer_loop(col)};
   // The parallel loop outermost, the pure dims it passes (a batch of 2 or 3,
@@ -197,7 +204,9 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
     std::rotate(order.begin(), par, par + 1);
   }
   ls.order = order;
-  if (tc >= lanes && tc % lanes == 0) {  // a padded tile's copy-out stays scalar
+  // A padded tile's copy-out too (its last vector shifted inwards over
+  // columns already stored); one under a vector stays scalar.
+  if (tc >= lanes) {
     ls.vectorize = inner_loop(col);
     ls.vector_width = lanes;
   }
@@ -209,7 +218,8 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
 std::string panel_loop(const Stage& mm, std::pair<size_t, size_t> rc, const LoopSchedule& ls) {
   const std::string& row = mm.vars[rc.first];
   const bool blocks = ls.tile.count(row) && ls.tile.at(row).size() == 2;
-  const auto it = std::find(ls.order.begin(), ls.order.end(), blocks ? middle_loop(row) : outer_loop(row));
+  const auto it =
+      std::find(ls.order.begin(), ls.order.end(), blocks ? middle_loop(row) : outer_loop(row));
   if (it == ls.order.begin() || it == ls.order.end()) return outer_loop(mm.vars[rc.second]);
   return *(it - 1);
 }
@@ -235,7 +245,8 @@ std::string panel_loop(const Stage& mm, std::pair<size_t, size_t> rc, const Loop
 // row tiles ([33, 4096] @ [4096, 33]). Tasks of one row tile each, as
 // rows_parallel made, paid the pool's cost per task: [391, 32] @ [32, 33]
 // 0.020. Returns the number of blocks, 0 for none.
-int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOperands& ops, const Target& t) {
+int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOperands& ops,
+                   const Target& t) {
   if (t.cores < 2 || rows <= 0 || (rows + tr - 1) / tr < 2 * t.cores) return 0;
   const bool b_fits = ops.streamed > 0 && ops.row_operands > 0 &&
                       ops.streamed <= std::max(ops.row_operands, t.l2_bytes / 2);
@@ -275,14 +286,17 @@ int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOpera
 RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64_t v, int64_t lanes,
                                     int64_t cores, TileSharing sharing, const TileOperands& ops,
                                     const Target& t) {
-  constexpr double kStreamedStepCycles = 24, kTileCycles = 64, kStepCycles = 2.5, kL2PanelCycles = 1;
+  constexpr double kStreamedStepCycles = 24, kTileCycles = 64, kStepCycles = 2.5,
+                   kL2PanelCycles = 1;
   // A symbolic or unknown reduction counts as long: the tile overhead vanishes.
   constexpr int64_t kLongReduction = 1 << 20;
   const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   const double steps = static_cast<double>(ops.steps > 0 ? ops.steps : kLongReduction);
-  const bool panel_in_l2 = steps * static_cast<double>(v * lanes * 4) > static_cast<double>(t.l1_bytes);
-  const double step = std::max({static_cast<double>(r * v) / 2, static_cast<double>(r + v) / 2, 4.0}) +
-                      kStepCycles + (panel_in_l2 ? kL2PanelCycles : 0.0);
+  const bool panel_in_l2 =
+      steps * static_cast<double>(v * lanes * 4) > static_cast<double>(t.l1_bytes);
+  const double step =
+      std::max({static_cast<double>(r * v) / 2, static_cast<double>(r + v) / 2, 4.0}) +
+      kStepCycles + (panel_in_l2 ? kL2PanelCycles : 0.0);
   const bool streamed = ops.streamed < 0 || ops.streamed > t.l2_bytes;
   const double first = streamed ? std::max(step, kStreamedStepCycles) : step;
   const int64_t row_tiles = rows > 0 ? ceil_div(rows, r) : 1;
@@ -323,7 +337,8 @@ TileOperands tile_operands(const Program& p, const Stage& mm, std::pair<size_t, 
 
 // Each column tile streams its panel of the operands read without the row
 // var; the row tiles split the others.
-int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc, bool with_row) {
+int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc,
+                       bool with_row) {
   struct Find : IRVisitor {
     const std::string& row;
     const bool with_row;
@@ -382,7 +397,8 @@ LoopSchedule micro_kernel(const Stage& mm, std::pair<size_t, size_t> rc, const T
   // x 1089 as im2col + GEMM, one thread: 9.6 -> 8.6 ms; the next loop
   // unrolled too, 9 steps, 21.7 ms).
   if (!mm.rvars.empty())
-    if (const int64_t e = static_extent(mm.rvars.back().extent); e >= 2 && e <= 4) up.unroll[mm.rvars.back().name] = 0;
+    if (const int64_t e = static_extent(mm.rvars.back().extent); e >= 2 && e <= 4)
+      up.unroll[mm.rvars.back().name] = 0;
   return up;
 }
 
@@ -514,7 +530,9 @@ bool strided_panel(const Program& p, const Stage& mm, const std::string& tensor,
   if (row <= cols->second.back()) return false;  // symbolic rows: needs_packing's
   // The row tiles inside one column tile: a row block's (row_blocks), or all.
   const std::vector<int64_t>& tr = rows->second;
-  const int64_t reuse = tr.size() == 2 ? tr[0] / tr[1] : m < 0 ? kPanelReuse : (m + tr[0] - 1) / tr[0];
+  const int64_t reuse = tr.size() == 2 ? tr[0] / tr[1]
+                        : m < 0        ? kPanelReuse
+                                       : (m + tr[0] - 1) / tr[0];
   const int64_t steps = tile_operands(p, mm, rc).steps;
   const int64_t line = t.cache_line_bytes;
   const int64_t lines_per_step = (cols->second.back() * 4 + line - 1) / line + 1;  // f32, unaligned
@@ -562,25 +580,29 @@ bool padded_columns(const Program& p, const Stage& mm, const Target& t) {
   const int lanes = t.vector_lanes(DType::F32);
   const auto rc = tile_dims(mm);
   const int64_t cols = static_extent(mm.shape[rc.second]);
-  if (lanes <= 1 || cols <= 0 || cols % lanes == 0 || (cols + lanes - 1) / lanes > tile_vectors(t)) return false;
+  if (lanes <= 1 || cols <= 0 || cols % lanes == 0 || (cols + lanes - 1) / lanes > tile_vectors(t))
+    return false;
   if (cols < lanes) return true;
-  // Past a vector, where the shifted column tiles are the alternative, the
-  // padded tile is one column tile, which costs two things they do not:
-  //   - its copy-out is scalar (the output's rows are not whole vectors):
-  //     about `lanes` cycles per vector of a tile row, against K / 2 for its
-  //     FMAs; it stays under an eighth from K = 16 lanes ([8, 100, 80] @
-  //     [8, 80, 60]: padded 0.046-0.058 ms, two 2-vector tiles 0.031);
-  //   - with the rows as the parallel loop, B's panel (K x the padded
-  //     columns) is packed once, by one core, at memory speed, against each
-  //     core's share of the FMAs: 16 x cores / M of it, under an eighth from
-  //     M = 128 x cores ([33, 4096] @ [4096, 33]: padded 0.15 ms, two column
-  //     tiles packing in parallel 0.105). An outer parallel dim (a batch)
-  //     packs per task instead.
-  // [2000, 300] @ [300, 17] passes both. And the rows must feed every core:
-  // with fewer than a 6-row tile per core, the column tiles keep them busy
-  // ([1, 4096] @ [4096, 40]: one padded tile 0.031 ms, two tiles 0.014).
-  const int64_t steps = tile_operands(p, mm, rc).steps;
-  if (steps >= 0 && steps < 16 * lanes) return false;
+  // Past a vector, the alternative is column tiles of whole vectors, the
+  // last shifted inwards. Padding pays where it computes fewer columns than
+  // such tiles of 2 or more vectors would (one-vector tiles load a B vector
+  // per FMA row: 12 x 1 over 34 columns is 48 of them, as padded 8 x 3 is,
+  // at twice the loads per FMA): [1125, 109] @ [109, 34] 0.0408 -> 0.0375 ms
+  // padded (oneDNN 0.037); over 60 columns two 2-vector tiles compute the 64
+  // padding would, and [8, 100, 80] @ [8, 80, 60] took 0.027 ms in them,
+  // 0.030 padded (2-thread Sapphire Rapids VM). The padded tile's copy-out is
+  // vectors too, its last shifted inwards (register_tile).
+  const int64_t padded = (cols + lanes - 1) / lanes * lanes;
+  for (int64_t v = 2; v * lanes <= cols && v <= tile_vectors(t); ++v)
+    if ((cols + v * lanes - 1) / (v * lanes) * v * lanes <= padded) return false;
+  // With the rows as the parallel loop, B's panel (K x the padded columns) is
+  // packed once, by one core, at memory speed, against each core's share of
+  // the FMAs: 16 x cores / M of it, under an eighth from M = 128 x cores
+  // ([33, 4096] @ [4096, 33]: padded 0.15 ms, two column tiles packing in
+  // parallel 0.105). An outer parallel dim (a batch) packs per task instead.
+  // And the rows must feed every core: with fewer than a 6-row tile per
+  // core, the column tiles keep them busy ([1, 4096] @ [4096, 40]: one
+  // padded tile 0.031 ms, two tiles 0.014).
   const int64_t outer = outer_iterations(mm, rc).known;  // a symbolic dim counts 1: it may be
   const int64_t rows = static_extent(mm.shape[rc.first]);
   if (outer >= t.cores) return true;  // the outer dim feeds the cores
@@ -613,7 +635,8 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
     // Every operand read along the columns (B) from a clamped copy per column tile.
     ms.pad_lanes = mm.vars[rc.second];
     for (const auto& [tensor, axes] : directives::padded_reads(mm, ms.pad_lanes))
-      ms.cache.push_back({tensor, panel_loop(mm, rc, ms.loops), transposed_operand(mm, tensor, rc)});
+      ms.cache.push_back(
+          {tensor, panel_loop(mm, rc, ms.loops), transposed_operand(mm, tensor, rc)});
     return;
   }
   // Pack the panel of the second operand each column tile reads (K x tile
@@ -743,7 +766,8 @@ bool matrix_vector(const Program& p, const Stage& st, const Target& t, Schedule&
     length *= e < 0 ? kSymbolicRowLength : e;
     if (length >= kMinParallelElements) break;
   }
-  const int64_t rows = std::max<int64_t>(1, (kMinParallelElements + length * cols - 1) / (length * cols));
+  const int64_t rows =
+      std::max<int64_t>(1, (kMinParallelElements + length * cols - 1) / (length * cols));
   if (m >= 0 && (m + rows - 1) / rows < 2 * t.cores) {
     s.stages.erase(st.name);
     return false;

@@ -7,6 +7,25 @@
 
 namespace pto::directives {
 
+namespace {
+
+// The vector lanes of a root stage's pure loop that is the inner loop of a
+// one-level tile dividing its static dim (a padded matmul tile's 17 columns
+// in one tile): no tile is guarded, so the last vector shifts inwards over
+// points of its own tile already computed (vectors at 0 and 1), as an
+// untiled dim's does. Guarded tiles keep whole vectors (below).
+bool lanes_shift_in_tile(const Stage& st, const LoopSchedule& ls, const Loop& l, int w) {
+  if (l.name != inner_loop(l.dim) || w <= 0 || l.extent < w) return false;
+  const auto t = ls.tile.find(l.dim);
+  const auto k = std::find(st.vars.begin(), st.vars.end(), l.dim) - st.vars.begin();
+  if (t == ls.tile.end() || t->second.size() != 1 || static_cast<size_t>(k) == st.vars.size())
+    return false;
+  const Dim& d = st.shape[static_cast<size_t>(k)];
+  return !d.is_symbolic() && d.value % t->second[0] == 0;
+}
+
+}  // namespace
+
 const std::vector<std::string>& loop_fields() {
   static const std::vector<std::string> f = {"tile", "order", "vectorize", "unroll", "parallel"};
   return f;
@@ -95,7 +114,8 @@ void check_loops(const Stage& st, const LoopSchedule& ls, bool update, const Tar
     // guarded tile is both wasted and a shape Halide miscompiles (guarded
     // lanes stored out of bounds: a crash found by test_differential).
     if (is_tile_point(*l) && l->extent > 0 && ls.vector_width > 0 &&
-        l->extent % ls.vector_width != 0)
+        l->extent % ls.vector_width != 0 &&
+        (at_consumer || update || !lanes_shift_in_tile(st, ls, *l, ls.vector_width)))
       throw ScheduleError(where + ": vector width " + std::to_string(ls.vector_width) +
                           " does not divide the extent " + l->extent_str + " of tile loop '" +
                           ls.vectorize + "'; use a divisor of " + l->extent_str +
@@ -186,8 +206,8 @@ Halide::Expr run_time_block(const Stage& st, size_t k, bool update, ApplyContext
 // every inner extent constant); everything else is guarded, because a stage
 // computed at a consumer sees regions of any size, symbolic dims may be
 // smaller than a tile, and updates must not run twice on one point.
-void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update,
-                 bool root, bool fits, ApplyContext* blocks, const std::string& round_up) {
+void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool update, bool root,
+                 bool fits, ApplyContext* blocks, const std::string& round_up) {
   const auto nest = loop_nest(st, ls, update);
   auto vr = [&](const std::string& n) {
     return Halide::VarOrRVar(n, update && is_reduction_loop(st, n));
@@ -262,7 +282,9 @@ void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool
       hs.vectorize(vr(ls.vectorize));
     else
       hs.vectorize(vr(ls.vectorize), w,
-                   l.name == l.dim ? tail(l.dim) : Halide::TailStrategy::GuardWithIf);
+                   l.name == l.dim || lanes_shift_in_tile(st, ls, l, w)
+                       ? tail(l.dim)
+                       : Halide::TailStrategy::GuardWithIf);
   }
   for (const auto& [n, factor] : ls.unroll) {
     const Loop l = extent_of(n);
@@ -273,7 +295,8 @@ void apply_loops(const Stage& st, Halide::Stage hs, const LoopSchedule& ls, bool
   }
   for (const auto& n : ls.parallel) {
     const auto k = std::find(st.vars.begin(), st.vars.end(), n) - st.vars.begin();
-    const bool whole_symbolic_dim = static_cast<size_t>(k) < st.vars.size() && st.shape[k].is_symbolic();
+    const bool whole_symbolic_dim =
+        static_cast<size_t>(k) < st.vars.size() && st.shape[k].is_symbolic();
     const int cores = blocks ? blocks->target().cores : 1;
     const bool root_stage = blocks && blocks->schedule().compute.kind == Placement::Kind::Root;
     if (cores > 1 && root_stage && whole_symbolic_dim) {
@@ -362,7 +385,8 @@ struct LoopsDirective : Directive {
 
   void apply(ApplyContext& c) const override {
     const StageSchedule& ss = c.schedule();
-    apply_loops(c.stage(), c.func(), ss.loops, false, ss.compute.kind == Placement::Kind::Root, false, &c);
+    apply_loops(c.stage(), c.func(), ss.loops, false, ss.compute.kind == Placement::Kind::Root,
+                false, &c);
   }
 
  protected:

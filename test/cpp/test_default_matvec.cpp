@@ -40,7 +40,8 @@ bool streams_rows(const Schedule& s) {
 
 double check(const Kernel& k, int64_t m, int64_t kk, bool column, std::mt19937& rng) {
   const std::map<std::string, HostTensor> in = {
-      {"A", small_integers({m, kk}, rng)}, {"x", column ? small_integers({kk, 1}, rng) : small_integers({kk}, rng)}};
+      {"A", small_integers({m, kk}, rng)},
+      {"x", column ? small_integers({kk, 1}, rng) : small_integers({kk}, rng)}};
   const Program& kp = k.program();
   return tolerance_ratio(run_f32(k, in)[0], interpret(kp, in).at("mv"), 0, 1e-9);
 }
@@ -71,7 +72,8 @@ TEST_CASE("default matrix-vector: rows in parallel blocks of ~2^14 elements",
   // or symbolic (the symbolic one took this rule once and ran 15x slower).
   for (const bool symbolic : {false, true}) {
     Program p("vm");
-    const Dim dk = symbolic ? Dim::symbol("K") : Dim(768), dn = symbolic ? Dim::symbol("N") : Dim(3072);
+    const Dim dk = symbolic ? Dim::symbol("K") : Dim(768),
+              dn = symbolic ? Dim::symbol("N") : Dim(3072);
     const Tensor x = p.input("x", {Dim(1), dk});
     const Tensor w = p.input("W", {dk, dn});
     p.output(ops::matmul(x, w, "mv"));
@@ -99,9 +101,11 @@ TEST_CASE("default matrix-vector: the block's rows stream together where the til
   // largest dividing block within a factor of 2 that fits (15 of 32
   // registers), none with 16 registers.
   const bool short_rows_together = t.vector_registers / 2 >= 12;
-  for (const auto& [m, k, together] : std::vector<std::tuple<int64_t, int64_t, bool>>{
-           {1100, 4096, true}, {1103, 4096, false}, {600, 2048, true},
-           {3000, 700, short_rows_together}}) {
+  for (const auto& [m, k, together] :
+       std::vector<std::tuple<int64_t, int64_t, bool>>{{1100, 4096, true},
+                                                       {1103, 4096, false},
+                                                       {600, 2048, true},
+                                                       {3000, 700, short_rows_together}}) {
     INFO(m << "x" << k);
     const Program p = matvec(m, k, false, false);
     const Schedule s = default_schedule(p, t);
@@ -146,8 +150,8 @@ TEST_CASE("default few-column contractions: rows streamed, W packed transposed o
   if (host_target().cores < 2) return;
   const int lanes = host_target().vector_lanes(DType::F32);
   std::mt19937 rng(13);
-  const std::vector<std::array<int64_t, 3>> sizes = {{1806, 6056, 7}, {70, 2325, 5}, {33, 101, 2},
-                                                     {257, 129, lanes / 2}, {1000, 97, 3}};
+  const std::vector<std::array<int64_t, 3>> sizes = {
+      {1806, 6056, 7}, {70, 2325, 5}, {33, 101, 2}, {257, 129, lanes / 2}, {1000, 97, 3}};
   for (const auto& [m, k, n] : sizes) {
     INFO(m << "x" << k << "x" << n);
     Program p("mm");
@@ -191,10 +195,13 @@ TEST_CASE("default contractions with fewer columns than a vector pad them to one
       for (const Dim& d : t.shape) shape.push_back(d.value);
       in.emplace(t.name, small_integers(shape, rng));
     }
-    CHECK(tolerance_ratio(run_f32(kern, in)[0], interpret(p, in).at(p.outputs()[0]), 0, 1e-9) <= 1.0);
+    CHECK(tolerance_ratio(run_f32(kern, in)[0], interpret(p, in).at(p.outputs()[0]), 0, 1e-9) <=
+          1.0);
   };
-  const std::vector<std::array<int64_t, 3>> sizes = {
-      {257, 129, lanes - 1}, {812, 595, lanes / 2 + 1}, {13, 1, lanes - 3}, {7, 101, lanes / 2 + 2}};
+  const std::vector<std::array<int64_t, 3>> sizes = {{257, 129, lanes - 1},
+                                                     {812, 595, lanes / 2 + 1},
+                                                     {13, 1, lanes - 3},
+                                                     {7, 101, lanes / 2 + 2}};
   for (const auto& [m, k, n] : sizes) {
     INFO(m << "x" << k << "x" << n);
     Program p("mm");
@@ -221,8 +228,10 @@ TEST_CASE("default contractions with fewer columns than a vector pad them to one
 
 // Columns past a vector that are not whole vectors, within one register
 // tile's width: one padded column tile over all of them (pad_lanes), the row
-// tiles shared by the cores; with a short reduction or too few rows for
-// that, column tiles shifted inwards instead. Exact on small integers.
+// tiles shared by the cores, its copy-out in vectors (the last shifted
+// inwards); where column tiles of 2+ vectors compute no more columns than the
+// padding would, or too few rows for the cores, column tiles shifted inwards
+// instead. Exact on small integers.
 TEST_CASE("default contractions pad columns past a vector into one column tile",
           "[defaults][matvec]") {
   const Target t = host_target();
@@ -239,12 +248,22 @@ TEST_CASE("default contractions pad columns past a vector into one column tile",
     CHECK(tolerance_ratio(run_f32(kern, in)[0], interpret(p, in).at("mm"), 0, 1e-9) <= 1.0);
     return s.stages.at("mm");
   };
-  for (const int64_t n : {int64_t{lanes + 1}, int64_t{2 * lanes + 3}, int64_t{4 * lanes - 1}}) {
+  for (const int64_t n : {int64_t{lanes + 1}, int64_t{2 * lanes + 3}, int64_t{3 * lanes - 1}}) {
     INFO("[301, 300] @ [300, " << n << "]");
     const StageSchedule ms = run(301, 300, n);
     CHECK(ms.pad_lanes == "j");
     CHECK(ms.loops.tile.at("j") == std::vector<int64_t>{n});
     CHECK(ms.loops.parallel == std::vector<std::string>{"i_o"});
+    CHECK(ms.loops.vectorize == "j_i");
+    CHECK(ms.loops.vector_width == lanes);
+  }
+  {
+    INFO(
+        "[301, 300] @ [300, 4 * lanes - 1]: two 2-vector tiles compute the 4 vectors padding "
+        "would");
+    const StageSchedule ms = run(301, 300, 4 * lanes - 1);
+    CHECK(ms.pad_lanes.empty());
+    CHECK(ms.loops.tile.at("j") == std::vector<int64_t>{2 * lanes});
   }
   {
     INFO("[1, 300] @ [300, lanes * 2 + 8]: one row, the column tiles shared");
@@ -252,8 +271,10 @@ TEST_CASE("default contractions pad columns past a vector into one column tile",
     CHECK(ms.pad_lanes.empty());
   }
   {
-    INFO("a short reduction (the scalar copy-out would weigh) or few rows (B packed by one core)");
-    CHECK(run(301, 4 * lanes, lanes + 1).pad_lanes.empty());
+    INFO(
+        "a short reduction pads too (the copy-out is vectors); few rows do not (B packed by one "
+        "core)");
+    CHECK(run(301, 4 * lanes, lanes + 1).pad_lanes == "j");
     CHECK(run(3 * t.cores, 300, lanes + 1).pad_lanes.empty());
   }
   {
