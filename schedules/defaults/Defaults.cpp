@@ -34,7 +34,7 @@ int row_vector_width(int64_t extent, int lanes) {
 }
 
 // Parallel outer dim, vectorized inner dim: the generic root-stage schedule.
-LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
+LoopSchedule parallel_vectorized(const Stage& st, const Target& t, int64_t min_elements) {
   LoopSchedule ls;
   if (st.vars.empty()) return ls;
   const int lanes = t.vector_lanes(st.dtype == DType::Bool ? DType::U8 : st.dtype);
@@ -54,7 +54,7 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t) {
   // tasks contend for the pool's queue), while two blocks take 0.0036 ms.
   // Below kMinParallelElements a stage takes about as long as waking a thread.
   const int64_t n = static_numel(st.shape);
-  if (n > 0 && n < kMinParallelElements) return ls;
+  if (n > 0 && n < min_elements) return ls;
   for (size_t k = 0; k + 1 < st.vars.size(); ++k) {
     const int64_t ek = static_extent(st.shape[k]);
     if (ek == 1) continue;
@@ -246,8 +246,8 @@ Schedule default_schedule(const Program& p, const Target& t) {
     // its own (vectorized, parallel) pass over the result. So do columns
     // under a vector, padded in that tile (padded_columns).
     const auto reads = st.reads();
-    if (root && ((reads.size() == 2 && (transposed_operand(st, reads[1], rc) ||
-                                        needs_packing(p, st, reads[1], rc))) ||
+    if (root && ((reads.size() == 2 &&
+                  (transposed_operand(st, reads[1], rc) || needs_packing(p, st, reads[1], rc))) ||
                  padded_columns(p, st, t))) {
       StageSchedule& es = s[root->name];
       es = StageSchedule{};

@@ -30,9 +30,9 @@
 #include <string>
 #include <utility>
 
-#include "target/Target.h"
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"
+#include "target/Target.h"
 
 namespace pto::defaults {
 
@@ -50,12 +50,20 @@ constexpr double kForkCycles = 12000;
 // the smallest block of rows one parallel task takes.
 constexpr int64_t kMinParallelElements = int64_t{1} << 14;
 
+// An element of a transcendental function (exp, tanh, erf: a polynomial of a
+// few dozen vector instructions per vector) costs about this many streamed
+// elements' time.
+constexpr int64_t kTranscendentalElements = 4;
+
 // Defaults.cpp
 int64_t static_extent(const Dim& d);  // -1 when symbolic
 // Is some stage computed or stored at a loop of `stage`? Then a later rule
 // must not replace `stage`'s loops.
 bool hosts_placements(const Schedule& s, const std::string& stage);
-LoopSchedule parallel_vectorized(const Stage& st, const Target& t);
+// Parallel from `min_elements` of the stage (kMinParallelElements unless a
+// rule knows each element costs more: rowwise's passes per element).
+LoopSchedule parallel_vectorized(const Stage& st, const Target& t,
+                                 int64_t min_elements = kMinParallelElements);
 // The vector width along a row of `extent` elements (-1: symbolic): the
 // target's lanes, or for rows shorter than a vector (a 14 x 14 feature map's,
 // a softmax over 14 classes) the widest narrower vector that fits, the last
@@ -64,7 +72,8 @@ LoopSchedule parallel_vectorized(const Stage& st, const Target& t);
 // 0.006 ms); 0 under 4 elements.
 int row_vector_width(int64_t extent, int lanes);
 void specialize_symbolic(const Program& p, Schedule& s);  // root stages tiled over symbolic dims
-void wide_arithmetic(const Program& p, Schedule& s);  // f32 compute and accumulation for bf16 / f16 stages
+void wide_arithmetic(const Program& p,
+                     Schedule& s);  // f32 compute and accumulation for bf16 / f16 stages
 // Several vectors per step for vectorized stages that evaluate exp, tanh, erf...
 void interleave_transcendentals(const Program& p, const Target& t, Schedule& s);
 
@@ -82,14 +91,15 @@ struct TileOperands {
 TileOperands tile_operands(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc);
 // `pad`: a column extent that is not whole vectors is tiled as whole vectors
 // in one column tile (the contraction's micro-kernel pads it: padded_columns).
-std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t, LoopSchedule& ls,
-                          const TileOperands& ops = {}, bool pad = false);
+std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t,
+                          LoopSchedule& ls, const TileOperands& ops = {}, bool pad = false);
 // The loop register tile `ls` packs a column tile's panel of B at: the one
 // just outside the row tiles that read it.
 std::string panel_loop(const Stage& mm, std::pair<size_t, size_t> rc, const LoopSchedule& ls);
 // The blocks of whole row tiles (tr rows each) that the cores take one each,
 // or 0 where the tiles are shared otherwise (register_tile's comment).
-int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOperands& ops, const Target& t);
+int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOperands& ops,
+                   const Target& t);
 // Does contraction `mm` have a static column extent that is not whole vectors
 // and fits one register tile (tile_vectors), which the tile computes in
 // whole vectors (pad_lanes) into an accumulator tile of its own, its
@@ -100,7 +110,8 @@ bool padded_columns(const Program& p, const Stage& mm, const Target& t);
 int64_t tile_vectors(const Target& t);
 // The bytes of the operands `mm` reads without its row var (B of A @ B), or
 // with it (`with_row`: A); -1 where a size is symbolic.
-int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc, bool with_row = false);
+int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc,
+                       bool with_row = false);
 // The busiest core's cycles for an r x v-vector register tile over a rows x
 // cols output, and whether its row tiles are the parallel loop. The cores
 // share an outer dim (every core runs all tiles of its iterations), the tiles
@@ -114,15 +125,18 @@ struct RegisterTileCost {
 RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64_t v, int64_t lanes,
                                     int64_t cores, TileSharing sharing, const TileOperands& ops,
                                     const Target& t);
-LoopSchedule micro_kernel(const Stage& mm, std::pair<size_t, size_t> rc, const Target& t, bool const_tile);
+LoopSchedule micro_kernel(const Stage& mm, std::pair<size_t, size_t> rc, const Target& t,
+                          bool const_tile);
 bool static_tile(const Stage& st, std::pair<size_t, size_t> rc);
 bool specialized_tile(const Stage& st, const LoopSchedule& ls);  // a specialize directive pays
-void unroll_by_tile(const Stage& e, std::pair<size_t, size_t> rc, const LoopSchedule& tile, const Target& t,
-                    LoopSchedule& up);
+void unroll_by_tile(const Stage& e, std::pair<size_t, size_t> rc, const LoopSchedule& tile,
+                    const Target& t, LoopSchedule& up);
 bool transposed_operand(const Stage& mm, const std::string& tensor, std::pair<size_t, size_t> rc);
 bool transcendental(const Stage& st);
-bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor, std::pair<size_t, size_t> rc);
-void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e, const Target& t, Schedule& s);
+bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor,
+                   std::pair<size_t, size_t> rc);
+void contraction_with_epilogue(const Program& p, const Stage& mm, const Stage& e, const Target& t,
+                               Schedule& s);
 void contraction_alone(const Program& p, const Stage& mm, const Target& t, Schedule& s);
 // A @ x: rows of A streamed in parallel blocks, lanes of partials; false where it does not apply.
 bool matrix_vector(const Program& p, const Stage& st, const Target& t, Schedule& s);
@@ -134,11 +148,14 @@ bool one_row_stream(const Program& p, const Stage& st, const Target& t);
 bool channels_last_conv(const Stage& st);
 int64_t parallel_chunk(int64_t extent, int64_t unit, const Target& t);
 int64_t max_tile_pixels(const Program& p, const Stage& conv);
-std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls, int64_t max_pixels = 14);
-void skip_row_padding(const Program& p, const Stage& conv, LoopSchedule& tile_loops, StageSchedule& cs);
+std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls,
+                               int64_t max_pixels = 14);
+void skip_row_padding(const Program& p, const Stage& conv, LoopSchedule& tile_loops,
+                      StageSchedule& cs);
 bool weights_outweigh_input(const Program& p, const Stage& conv);
 bool weights_outer_pays(const Program& p, const Stage& conv, const Target& t);
-void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, const Target& t, Schedule& s);
+void weights_outer(const Program& p, const Stage& mm, const Stage* epilogue, const Target& t,
+                   Schedule& s);
 LoopSchedule padded_input(const Stage& pad, const Target& t);
 
 // RowWise.cpp

@@ -99,7 +99,9 @@ TEST_CASE("default reductions: column sums vectorize the kept dim, parallel or s
     // cores' L2s: the rows are split across cores instead, each core
     // streaming one contiguous block.
     for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
-             {100000, 64}, {100000, 768}, {4 * host_target().l2_bytes * host_target().cores / wide, wide}}) {
+             {100000, 64},
+             {100000, 768},
+             {4 * host_target().l2_bytes * host_target().cores / wide, wide}}) {
       INFO(rows << " x " << cols);
       Program q("narrow");
       q.output(ops::reduce_sum(q.input("X", {rows, cols}), {0}, false, "s"));
@@ -184,9 +186,9 @@ TEST_CASE("default reductions: matrix-vector products, both sides, static and sy
     std::vector<int64_t> a, b;
   };
   const std::vector<Case> cases = {
-      {{1, 1}, {1}},          {{7, 13}, {13}},      {{300, 257}, {257}},
-      {{3, 40000}, {40000}},  {{33}, {33, 70}},     {{4000}, {4000, 8}},
-      {{257, 129}, {129, 1}}, {{1, 300}, {300, 3}}, {{2, 5000}, {5000, 1}},
+      {{1, 1}, {1}},          {{7, 13}, {13}},         {{300, 257}, {257}},
+      {{3, 40000}, {40000}},  {{33}, {33, 70}},        {{4000}, {4000, 8}},
+      {{257, 129}, {129, 1}}, {{1, 300}, {300, 3}},    {{2, 5000}, {5000, 1}},
       {{1, 37}, {37, 100}},   {{1, 768}, {768, 1031}}, {{1, 300}, {300, 2000}}};
   for (const bool symbolic : {false, true})
     for (const Case& c : cases) {
@@ -239,8 +241,8 @@ TEST_CASE("default reductions: softmax over long, prime and symbolic rows",
            {"softmax", [](const Tensor& x) { return ops::softmax(x, -1); }},
            {"log_softmax", [](const Tensor& x) { return ops::log_softmax(x, -1); }}}) {
     INFO(name);
-    CHECK(worst(f, {{3, 50257}, {1, 32000}, {5, 1031}, {2, 1}, {1, 7}, {9, 64}, {4, 33}}, false, 3e-3,
-                1e-7, false) <= 1.0);
+    CHECK(worst(f, {{3, 50257}, {1, 32000}, {5, 1031}, {2, 1}, {1, 7}, {9, 64}, {4, 33}}, false,
+                3e-3, 1e-7, false) <= 1.0);
     CHECK(worst(f, {{3, 50257}, {1, 32000}, {5, 1031}, {2, 1}}, true, 3e-3, 1e-7, false) <= 1.0);
   }
   // A symbolic row is vectorized and its statistics keep lanes of partials.
@@ -280,8 +282,8 @@ TEST_CASE("default row-wise: rows shorter than 2 vectors reduce a vector of rows
   const int lanes = host_target().vector_lanes(DType::F32);
   // Row counts that are and are not multiples of the lanes, a row count below
   // them (per-row lanes then), lengths 1 to just under 2 vectors.
-  const std::vector<std::vector<int64_t>> shapes = {{12245, 22}, {17, 31}, {16, 16}, {33, 5}, {40, 1},
-                                                    {7, 20}, {100, 2 * lanes - 1}};
+  const std::vector<std::vector<int64_t>> shapes = {
+      {12245, 22}, {17, 31}, {16, 16}, {33, 5}, {40, 1}, {7, 20}, {100, 2 * lanes - 1}};
   for (const auto& [name, f] : std::vector<std::pair<std::string, Build>>{
            {"softmax", [](const Tensor& x) { return ops::softmax(x, -1); }},
            {"log_softmax", [](const Tensor& x) { return ops::log_softmax(x, -1); }}}) {
@@ -292,11 +294,13 @@ TEST_CASE("default row-wise: rows shorter than 2 vectors reduce a vector of rows
   for (const auto& shape : shapes) {
     Program p("ln");
     const int64_t c = shape[1];
-    p.output(ops::layer_norm(p.input("X", {shape[0], c}), p.input("G", {c}), p.input("B", {c}), 1e-5, "y"));
+    p.output(ops::layer_norm(p.input("X", {shape[0], c}), p.input("G", {c}), p.input("B", {c}),
+                             1e-5, "y"));
     const Kernel k(p, default_schedule(p, host_target()), host_target());
     std::mt19937 rng(5);
-    const std::map<std::string, HostTensor> in = {
-        {"X", random_tensor(shape, rng, -4, 4)}, {"G", random_tensor({c}, rng)}, {"B", random_tensor({c}, rng)}};
+    const std::map<std::string, HostTensor> in = {{"X", random_tensor(shape, rng, -4, 4)},
+                                                  {"G", random_tensor({c}, rng)},
+                                                  {"B", random_tensor({c}, rng)}};
     INFO("layer_norm " << shape[0] << "x" << c);
     CHECK(tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("y"), 1e-4, 1e-5) <= 1.0);
   }
@@ -317,11 +321,36 @@ TEST_CASE("default row-wise: rows shorter than 2 vectors reduce a vector of rows
     const Kernel k(p, s, host_target());
     std::mt19937 rng(8);
     for (const int64_t n : {int64_t{1}, int64_t{15}, int64_t{16}, int64_t{1001}}) {
-      const std::map<std::string, HostTensor> in = {{"X", random_tensor({rows.is_symbolic() ? n : 12245, 22}, rng, -4, 4)}};
-      CHECK(tolerance_ratio(run_f32(k, in)[0], interpret(k.program(), in).at("y"), 1e-5, 1e-7) <= 1.0);
+      const std::map<std::string, HostTensor> in = {
+          {"X", random_tensor({rows.is_symbolic() ? n : 12245, 22}, rng, -4, 4)}};
+      CHECK(tolerance_ratio(run_f32(k, in)[0], interpret(k.program(), in).at("y"), 1e-5, 1e-7) <=
+            1.0);
       if (!rows.is_symbolic()) break;
     }
   }
+}
+
+TEST_CASE("default row-wise: a row group's passes and exps count toward its threads",
+          "[defaults][reduction]") {
+  // Softmax over [671, 14] has 9,394 elements, under kMinParallelElements
+  // alone, but 4 passes over them, one an exp: parallel over the rows. A
+  // row add of the same size stays serial; so does a softmax 16 times smaller.
+  const Target t = host_target();
+  if (t.cores < 2) return;
+  const auto parallel = [&](const std::vector<int64_t>& shape, bool softmax) {
+    Program p("rows");
+    const Tensor x = p.input("X", {shape[0], shape[1]});
+    p.output(softmax ? ops::softmax(x, -1, "y") : ops::add(x, x, "y"));
+    const Schedule s = default_schedule(p, t);
+    const Kernel k(p, s, t);
+    std::mt19937 rng(3);
+    const std::map<std::string, HostTensor> in = {{"X", random_tensor(shape, rng, -4, 4)}};
+    CHECK(tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("y"), 1e-5, 1e-7) <= 1.0);
+    return !s.stages.at("y").loops.parallel.empty();
+  };
+  CHECK(parallel({671, 14}, true));
+  CHECK_FALSE(parallel({671, 14}, false));
+  CHECK_FALSE(parallel({42, 14}, true));
 }
 
 TEST_CASE("rfactor: guarded tails and chunks across cores validate, round-trip and explain",
@@ -341,14 +370,14 @@ TEST_CASE("rfactor: guarded tails and chunks across cores validate, round-trip a
     return tolerance_ratio(run_f32(k, in)[0], interpret(p, in).at("r"), 0, 1e-9);
   };
   const int lanes = host_target().vector_lanes(DType::F32);
-  CHECK(run(RFactor{"j", 2 * lanes}) <= 1.0);         // 1001 = 2 lanes x 31 + a last step shifted inwards
+  CHECK(run(RFactor{"j", 2 * lanes}) <= 1.0);  // 1001 = 2 lanes x 31 + a last step shifted inwards
   CHECK(run(RFactor{"j", 100, true, 0}) <= 1.0);      // 11 chunks, the last one guarded
   CHECK(run(RFactor{"j", 300, true, lanes}) <= 1.0);  // with lanes of partials in each
   CHECK(run(RFactor{"j", 500, true, 4 * lanes}) <= 1.0);
   Schedule s;
   s["r"].rfactor = RFactor{"j", 300, true, lanes};
   CHECK_THAT(explain(p, s, &host_target()), Contains("across cores in chunks of 300") &&
-                                         Contains("parallel for j_part in [0, 4)"));
+                                                Contains("parallel for j_part in [0, 4)"));
   auto fails = [&](const RFactor& rf, const std::string& text) {
     Schedule e;
     e["r"].rfactor = rf;
@@ -367,11 +396,13 @@ TEST_CASE("rfactor: guarded tails and chunks across cores validate, round-trip a
 // Rows too short for lanes of partials: a vector of rows per step
 // (lanes_of_rows in Reduction.cpp), exact on integer inputs at row counts
 // below, at and past a vector and a core's block, and symbolic.
-TEST_CASE("default reductions: short rows reduce a vector of rows at a time", "[defaults][reduction]") {
+TEST_CASE("default reductions: short rows reduce a vector of rows at a time",
+          "[defaults][reduction]") {
   const Build pool = [](const Tensor& x) { return ops::global_avg_pool(x, "pool"); };
   // Not an output (an output's update keeps the scalar loop): a sum then scaled.
   const Build rows = [](const Tensor& x) {
-    return ops::mul(ops::reduce_sum(x, {1}, false, "rows"), ops::reduce_sum(x, {1}, false, "rows2"), "y");
+    return ops::mul(ops::reduce_sum(x, {1}, false, "rows"), ops::reduce_sum(x, {1}, false, "rows2"),
+                    "y");
   };
   {
     Program p("pool");
@@ -382,7 +413,8 @@ TEST_CASE("default reductions: short rows reduce a vector of rows at a time", "[
     CHECK_FALSE(ps.update->vectorize.empty());
   }
   // Sums of 49 integers below 2^24 are exact in f32; the mean divides once (1 rounding).
-  CHECK(worst(pool, {{1, 2048, 7, 7}, {2, 37, 3, 3}, {1, 16, 5, 7}, {1, 3, 2, 2}}, false, 1.2e-7, 0) <= 1.0);
+  CHECK(worst(pool, {{1, 2048, 7, 7}, {2, 37, 3, 3}, {1, 16, 5, 7}, {1, 3, 2, 2}}, false, 1.2e-7,
+              0) <= 1.0);
   CHECK(worst(rows, {{4096, 9}, {1000, 5}, {17, 3}, {33, 1}}, false, 1.2e-7, 0) <= 1.0);
   CHECK(worst(rows, {{4096, 9}, {17, 3}}, true, 1.2e-7, 0) <= 1.0);
   // An output sum of short rows reduces a vector of rows into an accumulator
@@ -397,7 +429,8 @@ TEST_CASE("default reductions: short rows reduce a vector of rows at a time", "[
     REQUIRE(rs.update);
     CHECK_FALSE(rs.update->vectorize.empty());
   }
-  CHECK(worst(out, {{4096, 9}, {17, 3}, {1000, 7}, {8193, 5}, {33, 1}, {31, 2}}, false, 0, 0) <= 1.0);
+  CHECK(worst(out, {{4096, 9}, {17, 3}, {1000, 7}, {8193, 5}, {33, 1}, {31, 2}}, false, 0, 0) <=
+        1.0);
   CHECK(worst(out, {{4096, 9}, {17, 3}, {8193, 5}, {1, 1}}, true, 0, 0) <= 1.0);
   const Build max_pool = [](const Tensor& x) { return ops::global_max_pool(x, "gmax"); };
   CHECK(worst(max_pool, {{1, 2048, 7, 7}, {2, 37, 3, 3}, {1, 3, 2, 2}}, false, 0, 0) <= 1.0);
@@ -413,7 +446,8 @@ TEST_CASE("default reductions: symbolic rows run lanes of partials or a vector o
           "[defaults][reduction]") {
   const Build pool = [](const Tensor& x) { return ops::global_avg_pool(x, "pool"); };
   const Build rows = [](const Tensor& x) {
-    return ops::mul(ops::reduce_sum(x, {1}, false, "rows"), ops::reduce_sum(x, {1}, false, "rows2"), "y");
+    return ops::mul(ops::reduce_sum(x, {1}, false, "rows"), ops::reduce_sum(x, {1}, false, "rows2"),
+                    "y");
   };
   {
     Program p("pool");
@@ -430,14 +464,22 @@ TEST_CASE("default reductions: symbolic rows run lanes of partials or a vector o
     CHECK(*back.stages.at("pool_sum").rfactor == *ps.rfactor);
     CHECK_THAT(explain(p, s, &host_target()), Contains("< 96:"));
   }
-  CHECK(worst(pool, {{1, 2048, 7, 7}, {2, 37, 3, 3}, {1, 16, 13, 5}, {1, 3, 1, 1}, {1, 17, 3, 131}, {2, 5, 2, 1031}},
+  CHECK(worst(pool,
+              {{1, 2048, 7, 7},
+               {2, 37, 3, 3},
+               {1, 16, 13, 5},
+               {1, 3, 1, 1},
+               {1, 17, 3, 131},
+               {2, 5, 2, 1031}},
               true, 1.2e-7, 0) <= 1.0);
-  CHECK(worst(rows, {{4096, 9}, {17, 3}, {1, 1}, {33, 97}, {5, 1031}, {16, 95}}, true, 1.2e-7, 0) <= 1.0);
+  CHECK(worst(rows, {{4096, 9}, {17, 3}, {1, 1}, {33, 97}, {5, 1031}, {16, 95}}, true, 1.2e-7, 0) <=
+        1.0);
   // A static count of rows under two vectors keeps its block (random program
   // seed 21: a tile of 176 rows over 16 rows).
   {
     Program p("few_rows");
-    p.output(ops::relu(ops::reduce_min(p.input("X", {Dim(16), Dim::symbol("C")}), {1}, true, "m"), "y"));
+    p.output(
+        ops::relu(ops::reduce_min(p.input("X", {Dim(16), Dim::symbol("C")}), {1}, true, "m"), "y"));
     CHECK_NOTHROW(validate(p, default_schedule(p, host_target()), &host_target()));
   }
   // A static row gets no such version, and short_below needs a symbolic extent.
