@@ -107,6 +107,16 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
   const size_t r = y.vars.size();
   if (r < 2) return;
   std::string row = y.vars[r - 2];
+  // y's row statistics (reductions over its last dim) and row values
+  // (elementwise stages of its shape): the stages computed per row below.
+  const auto row_statistic = [&](const Stage& st) {
+    return st.reduce && st.vars.size() == r - 1 &&
+           std::equal(st.vars.begin(), st.vars.end(), y.vars.begin()) &&
+           st.shape == Shape(y.shape.begin(), y.shape.end() - 1);
+  };
+  const auto row_values = [&](const Stage& st) {
+    return !st.reduce && st.shape == y.shape && st.kind == OpKind::Elementwise;
+  };
   // The row group (y, its statistics and the row values they read) passes
   // over each element several times, an exp several elements' worth: a
   // stage too small for threads alone may be worth them as a group. Softmax
@@ -116,14 +126,9 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
   if (StageSchedule* ys = s.stages.count(y.name) ? &s[y.name] : nullptr;
       ys && t.cores > 1 && ys->loops.parallel.empty() && ys->loops == parallel_vectorized(y, t)) {
     int64_t work = transcendental(y) ? kTranscendentalElements : 1;
-    for (const Stage& st : p.stages()) {
-      if (st.name == y.name || p.is_output(st.name)) continue;
-      const bool stat = st.reduce && st.vars.size() == r - 1 &&
-                        std::equal(st.vars.begin(), st.vars.end(), y.vars.begin()) &&
-                        st.shape == Shape(y.shape.begin(), y.shape.end() - 1);
-      const bool row_values = !st.reduce && st.shape == y.shape && st.kind == OpKind::Elementwise;
-      if (stat || row_values) work += transcendental(st) ? kTranscendentalElements : 1;
-    }
+    for (const Stage& st : p.stages())
+      if (st.name != y.name && !p.is_output(st.name) && (row_statistic(st) || row_values(st)))
+        work += transcendental(st) ? kTranscendentalElements : 1;
     if (work > 1) ys->loops = parallel_vectorized(y, t, kMinParallelElements * t.cores / work);
   }
   // The row loop; within its per-core block when parallel_vectorized tiled it
@@ -169,11 +174,8 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
   std::set<std::string> at_row{y.name};
   for (const Stage* st : ups) {
     if (st->name == y.name || p.is_output(st->name)) continue;
-    const bool stat = st->reduce && st->vars.size() == r - 1 &&
-                      std::equal(st->vars.begin(), st->vars.end(), y.vars.begin()) &&
-                      st->shape == Shape(y.shape.begin(), y.shape.end() - 1);
-    const bool row_values = !st->reduce && st->shape == y.shape && st->kind == OpKind::Elementwise;
-    if (!stat && !row_values) continue;
+    const bool stat = row_statistic(*st), values = row_values(*st);
+    if (!stat && !values) continue;
     // Every reader must run per row of y.
     bool ok = !p.consumers(st->name).empty();
     for (const auto& c : p.consumers(st->name)) ok &= at_row.count(c) > 0;
@@ -188,8 +190,7 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
     // head, log_softmax over [128, 30522], interleaved with ONNX Runtime on a
     // loaded machine: stored 2.45 ms (0.89x ORT), inline 2.15 ms (1.01x).
     // Inline, they are evaluated per row too (their producers may be).
-    if (row_values && p.consumers(st->name).size() == 1 &&
-        p.stage(p.consumers(st->name)[0]).reduce) {
+    if (values && p.consumers(st->name).size() == 1 && p.stage(p.consumers(st->name)[0]).reduce) {
       at_row.insert(st->name);
       continue;
     }
@@ -200,7 +201,7 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
     // one row computed at a time): one allocation per task, not per row
     // (GPT-2's softmax, 8 x 50257, 2 threads: 0.0720 -> 0.0710 ms). A
     // symbolic row stays on the stack per row (Placement.cpp).
-    if (row_values && static_numel(st->shape) >= 0 && row == inner_loop(y.vars[r - 2]))
+    if (values && static_numel(st->shape) >= 0 && row == inner_loop(y.vars[r - 2]))
       ss.store = Placement{Placement::Kind::At, y.name, outer_loop(y.vars[r - 2])};
     if (stat && short_rows) {
       // Vectorized across the rows, the reduction outside.
@@ -215,11 +216,11 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
     } else if (stat) {
       ss.rfactor = per_row_rfactor(*st, t);
     }
-    if (const int w = row_vector_width(static_extent(st->shape.back()), lanes); row_values && w) {
+    if (const int w = row_vector_width(static_extent(st->shape.back()), lanes); values && w) {
       ss.loops.vectorize = st->vars.back();
       ss.loops.vector_width = w;
     }
-    if (row_values) compute_with_statistic(p, *st, t, s);
+    if (values) compute_with_statistic(p, *st, t, s);
     at_row.insert(st->name);
   }
 }
