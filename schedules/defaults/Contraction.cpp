@@ -664,8 +664,9 @@ namespace pto::defaults {
 // (row_rfactor: vector FMAs along A's contiguous axis) and the rows run in
 // parallel in blocks that each stream about 2^14 elements (64 KiB of f32,
 // the size at which parallel_vectorized finds a task worth its wake-up; 4
-// rows of K = 4096), so that each core takes many blocks and the pool hands
-// them out as cores finish: with one block per core, a core slowed by the
+// rows of K = 4096), so that each core has many blocks and a core that
+// finishes first takes the other's last ones (run_tasks in
+// backends/ParallelFor.h): with one block per core, a core slowed by the
 // other's share of memory bandwidth (or by another process) leaves its
 // partner idle at the end. Measured (2-core Sapphire Rapids, quiet suite
 // run): Llama's [11008, 4096] @ x took 12.3 ms in two blocks, 10.0 ms in
