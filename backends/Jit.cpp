@@ -104,6 +104,29 @@ int non_dense_axis(const BufferRef& b, size_t trailing) {
   return -1;
 }
 
+// `b` copied into `storage` dense row-major, as a BufferRef without strides.
+BufferRef dense_copy(const BufferRef& b, std::vector<uint8_t>& storage) {
+  const size_t elem = static_cast<size_t>(bytes(b.dtype));
+  int64_t n = 1;
+  for (int64_t e : b.shape) n *= e;
+  storage.resize(static_cast<size_t>(n) * elem);
+  const auto* src = static_cast<const uint8_t*>(b.data);
+  std::vector<int64_t> at(b.shape.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t off = 0;
+    for (size_t d = 0; d < at.size(); ++d) off += at[d] * b.strides[d];
+    std::memcpy(storage.data() + static_cast<size_t>(k) * elem, src + off * static_cast<int64_t>(elem), elem);
+    for (size_t d = at.size(); d-- > 0;) {
+      if (++at[d] < b.shape[d]) break;
+      at[d] = 0;
+    }
+  }
+  BufferRef r = b;
+  r.data = storage.data();
+  r.strides.clear();
+  return r;
+}
+
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
@@ -219,21 +242,22 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
                        " (its innermost axis past axes of size 1), got strides " + shape_str(b.strides) +
                        " for shape " + shape_str(b.shape) + "; pass a contiguous copy");
   }
-  // Inputs a dot_pairs stage reads in adjacent pairs must be dense row-major.
+  // Inputs the kernel needs dense row-major (Lower.h, dense_inputs) are
+  // copied where the caller passed a strided view.
+  std::vector<BufferRef> in_refs(inputs);
+  std::vector<std::vector<uint8_t>> dense_copies;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const BufferRef& b = inputs[i];
-    const auto need = impl_->lowered.dense_inputs.find(p.inputs()[i].name);
-    if (need == impl_->lowered.dense_inputs.end() || b.strides.empty()) continue;
-    if (non_dense_axis(b, b.shape.size()) >= 0)
-      throw ShapeError("buffer for '" + p.inputs()[i].name + "' must be dense row-major (stage '" + need->second +
-                       "' reads it in adjacent pairs: dot_pairs), got strides " + shape_str(b.strides) +
-                       " for shape " + shape_str(b.shape) + "; pass a contiguous copy");
+    if (b.strides.empty() || !impl_->lowered.dense_inputs.count(p.inputs()[i].name) ||
+        non_dense_axis(b, b.shape.size()) < 0)
+      continue;
+    in_refs[i] = dense_copy(b, dense_copies.emplace_back());
   }
   for (size_t i = 0; i < outputs.size(); ++i)
     check(outputs[i], out_names[i], p.stage(out_names[i]).dtype, &out_shapes[i]);
 
   std::vector<RawBuffer> raw(inputs.size() + outputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) fill(raw[i], inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) fill(raw[i], in_refs[i]);
   for (size_t i = 0; i < outputs.size(); ++i) fill(raw[inputs.size() + i], outputs[i]);
   // Device targets: the host copy of an input is the valid one (Halide copies it over).
   const bool device = impl_->target.has_device();

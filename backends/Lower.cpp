@@ -203,6 +203,31 @@ Halide::Expr reduce_combine(ReduceOp op, const Halide::Expr& a, const Halide::Ex
   return op == ReduceOp::Sum ? a + v : op == ReduceOp::Prod ? a * v : op == ReduceOp::Min ? Halide::min(a, v) : Halide::max(a, v);
 }
 
+// The tensors `st` reads with an index divided or taken modulo by a constant
+// (x[p / w, p % w]: a flattened view of them).
+std::set<std::string> flattened_reads(const Stage& st) {
+  struct Find : IRVisitor {
+    std::set<std::string> found;
+    bool in_index = false, divides = false;
+    void visit_access(const AccessNode& a) override {
+      const bool outer_index = in_index, outer_divides = divides;
+      for (const Expr& x : a.args) {
+        divides = false;
+        in_index = true;
+        visit(x);
+        if (divides) found.insert(a.tensor);
+      }
+      in_index = outer_index, divides = outer_divides;
+    }
+    void visit_binary(const BinaryNode& b) override {
+      if (in_index && (b.op == BinOp::Div || b.op == BinOp::Mod) && b.b.as<ConstNode>()) divides = true;
+      IRVisitor::visit_binary(b);
+    }
+  } f;
+  f.visit(st.value);
+  return f.found;
+}
+
 class Lowering {
  public:
   Lowering(const Program& p, const Schedule& s, const Target& t, const LowerOptions& o) : p_(p), s_(s), t_(t), o_(o) {}
@@ -225,15 +250,25 @@ class Lowering {
     // reads; Halide needs their strides to know the pairs are adjacent. Such
     // inputs must then be dense row-major (a strided view is rejected at run
     // time by Halide's constraint check).
+    // An input read through a flattened index (an im2col copy of a 1x1
+    // convolution, a reshape: x[c, p / 14, p % 14]) is dense as well: with its
+    // strides known, Halide folds (p / 14) * 14 + p % 14 back to p, and a
+    // vector of p loads consecutive floats instead of gathering them (1x1
+    // convolution 256 -> 512 at 14x14: its copy 0.025 -> 0.0045 ms).
+    const auto make_dense = [&](const std::string& r, const std::string& why) {
+      auto in = inputs_.find(r);
+      if (in == inputs_.end() || !out.dense_inputs.emplace(r, why).second) return;
+      for (int k = 1; k < in->second.dimensions(); ++k)
+        in->second.dim(k).set_stride(in->second.dim(k - 1).stride() * in->second.dim(k - 1).extent());
+    };
     if (s_.options.opt_level != 0)
-      for (const Stage& st : p_.stages())
+      for (const Stage& st : p_.stages()) {
         if (const StageSchedule* ss = s_.find(st.name); ss && !ss->dot_pairs.empty())
           for (const std::string& r : st.reads())
-            if (auto in = inputs_.find(r); in != inputs_.end()) {
-              out.dense_inputs.emplace(r, st.name);
-              for (int k = 1; k < in->second.dimensions(); ++k)
-                in->second.dim(k).set_stride(in->second.dim(k - 1).stride() * in->second.dim(k - 1).extent());
-            }
+            make_dense(r, "stage '" + st.name + "' reads it in adjacent pairs: dot_pairs");
+        for (const std::string& r : flattened_reads(st))
+          make_dense(r, "stage '" + st.name + "' reads it through a flattened index");
+      }
     out.outputs = p_.outputs();
     for (const std::string& o : out.outputs) {
       if (read_outputs_.count(o)) output_copy(o);

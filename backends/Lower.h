@@ -26,8 +26,9 @@ struct LoweredPipeline {
   std::vector<Halide::ImageParam> inputs;  // in Program::inputs() order
   std::map<std::string, Halide::Func> funcs;
   std::vector<std::string> outputs;        // in Program::outputs() order
-  // Inputs that must be dense row-major, and the stage that needs it (a
-  // dot_pairs stage reads adjacent pairs); Kernel::run checks callers' strides.
+  // Inputs that must be dense row-major, and why (a dot_pairs stage reads
+  // adjacent pairs; a stage reads a flattened view); Kernel::run copies a
+  // strided view of one into a dense buffer.
   std::map<std::string, std::string> dense_inputs;
   Halide::Target target;
   std::vector<Halide::Argument> arguments() const;

@@ -11,10 +11,12 @@
 //     output rows (ResNet's rows of 28: 4 lanes), else from the inline copy
 //     (DeepLab's rows of 33: vectors across rows would be gathers);
 //   - a panel within half the L2 (wav2vec's conv1d: K = 10, 128 KB) is made
-//     once (its vectors along output rows where they hold 4+ lanes), and the
+//     once (its vectors along output rows, the last shifted inwards, where
+//     they hold 4+ lanes), and the
 //     row tiles sweep the pixels innermost, so the output (the
 //     cost of a GEMM with K that small) is written in long runs.
-// A copy made once takes the widest column tile of whole vectors that the
+// A 1x1 stride-1 unpadded convolution's copy is its input reshaped: not made
+// at all (reshape_of_input). A copy made once takes the widest column tile of whole vectors that the
 // register file holds, since every column tile streams the whole weight matrix
 // once; copies per column tile, whose tiles are the parallel loop, take the
 // register tile of the most accumulators that leaves the busiest core the
@@ -202,9 +204,12 @@ int64_t output_row(const Program& p, const Stage& g) {
 // pack, 2.31 against 2.19), while a scalar copy (rows of 33, DeepLab's
 // dilated 3x3: gcd 1) lost to the gathers (2.69 against 2.64 ms).
 bool gather_free_copy(const Program& p, const Stage& col, const Stage& g, const Target& t,
-                      StageSchedule& cs) {
+                      bool shifted, StageSchedule& cs) {
   const int64_t row = output_row(p, g), lanes = t.vector_lanes(col.dtype);
-  const int64_t w = row > 0 ? std::gcd(row, lanes) : 0;
+  // `shifted`: whole vectors along a row as wide as one, the last shifted
+  // inwards (rows of 54: 0-15, 16-31, 32-47, 38-53); else, and in narrower
+  // rows, the lanes that divide the row.
+  const int64_t w = shifted && row >= lanes ? lanes : row > 0 ? std::gcd(row, lanes) : 0;
   if (w < 4 || col.vars.size() < 3) return false;
   // The whole copy (every image) is written and then read back once per
   // column tile: it must stay within half the last-level cache, which a
@@ -221,8 +226,24 @@ bool gather_free_copy(const Program& p, const Stage& col, const Stage& g, const 
   cs.loops.vector_width = static_cast<int>(w);
   // The row's vectors unrolled (rows of 28: 7 vectors, 8% faster than a loop
   // of them), up to 16 of them.
-  if (row / w > 1 && row / w <= 16) cs.loops.unroll[inner_loop(pv)] = static_cast<int>(row / w);
+  // (A row that is not whole vectors unrolls fully, up to the 64 iterations
+  // a full unroll allows.)
+  if (const int64_t vectors = (row + w - 1) / w; vectors > 1 && vectors <= 16 && (row % w == 0 || row <= 64))
+    cs.loops.unroll[inner_loop(pv)] = row % w ? 0 : static_cast<int>(vectors);
   return true;
+}
+
+// Is the copy its input reshaped (one tap, as many pixels as the input has):
+// col[n, c, 1..., p] = x[n, c, p / w, p % w]?
+bool reshape_of_input(const Program& p, const Stage& col) {
+  const auto reads = col.reads();
+  if (reads.size() != 1) return false;
+  const TensorInfo& x = p.tensor(reads[0]);
+  if (!x.is_input) return false;
+  int64_t taps = 1, pixels = 1;
+  for (size_t k = 2; k + 1 < col.shape.size(); ++k) taps *= static_extent(col.shape[k]);
+  for (size_t k = 2; k < x.shape.size(); ++k) pixels *= static_extent(x.shape[k]);
+  return taps == 1 && pixels > 0 && pixels == static_extent(col.shape.back());
 }
 
 }  // namespace
@@ -235,6 +256,16 @@ void im2col(const Program& p, const Stage& col, const Target& t, Schedule& s) {
   cs.loops = parallel_vectorized(col, t);
   Gemm gm = gemm_of(p, col, s);
   if (!gm.stage || !is_float(gm.stage->dtype)) return;
+  // A 1x1 stride-1 unpadded convolution's copy is its input reshaped, which
+  // the lowering makes dense (Lower.cpp: its flattened index folds): the
+  // GEMM reads the input in place: 256 -> 512 channels at 14x14 0.178 ->
+  // 0.157 ms (0.236 with the copy in gathers; oneDNN 0.171), 53 -> 241 at
+  // 12x12 0.023 -> 0.017, 15 -> 68 at 77x77 0.126 -> 0.097.
+  const bool reshaped = reshape_of_input(p, col);
+  if (reshaped) {
+    cs = StageSchedule{};
+    cs.compute.kind = Placement::Kind::Inline;
+  }
   const auto reads_col = [&](const CacheRead& c) { return c.tensor == col.name; };
   const int64_t panel = panel_bytes(col);
   if (panel >= 0 && 2 * panel <= t.l2_bytes) {
@@ -242,7 +273,11 @@ void im2col(const Program& p, const Stage& col, const Target& t, Schedule& s) {
     // (1x1 stride 2, 64 -> 128 from 56x56: 0.090 -> 0.074 ms; 64 -> 256 at
     // 56x56 0.52 -> 0.46; 4 groups of 41 from 8 at 39x39 stride 2 0.024 ->
     // 0.021; ONNX Runtime 0.078, 0.50, 0.013).
-    if (StageSchedule whole; gather_free_copy(p, col, *gm.stage, t, whole)) cs = whole;
+    // Rows of whole vectors and a shifted one: a strided 1x1 convolution, 48
+    // -> 36 channels from 107x107 (rows of 54), 0.145 -> 0.100 ms (its copy
+    // 0.063 -> 0.012; ONNX Runtime 0.100).
+    if (StageSchedule whole; !reshaped && gather_free_copy(p, col, *gm.stage, t, true, whole))
+      cs = whole;
     widen_columns(*gm.stage, t, *gm.tile, *gm.ss);
     if (rows_outer(*gm.stage, t, gm)) std::erase_if(gm.ss->cache, reads_col);
     return;
@@ -260,7 +295,11 @@ void im2col(const Program& p, const Stage& col, const Target& t, Schedule& s) {
   if (std::find(gm.tile->order.begin(), gm.tile->order.end(), at) == gm.tile->order.end()) return;
   std::erase_if(gm.ss->cache, reads_col);
   gm.ss->cache.push_back({col.name, at, false});
-  if (gather_free_copy(p, col, *gm.stage, t, cs)) return;
+  // (Rows of whole vectors only: a whole copy of a panel this large in
+  // shifted vectors, then packed per tile, lost to the inline copy packed
+  // once, 5x5 stride 2 114 -> 65 channels at 121x121 (rows of 61, a 42 MB
+  // panel) 9.4 -> 16.3 ms.)
+  if (!reshaped && gather_free_copy(p, col, *gm.stage, t, false, cs)) return;
   cs = StageSchedule{};
   cs.compute.kind = Placement::Kind::Inline;
 }

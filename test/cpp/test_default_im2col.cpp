@@ -332,3 +332,68 @@ TEST_CASE("copies per column tile: the register tile balances the column tiles o
     }
   }
 }
+
+TEST_CASE("a 1x1 stride-1 convolution reads its input in place; rows of shifted vectors",
+          "[default][im2col][conv]") {
+  Target t = parse_target("x86-64-sapphirerapids");
+  t.cores = 2;
+  std::mt19937 rng(5);
+  const auto col_schedule = [&](const Built& b) {
+    const Stage* col = find_op(b.p, "im2col");
+    REQUIRE(col);
+    const Schedule s = default_schedule(b.p, t);
+    validate(b.p, s, &t);
+    return *s.find(col->name);
+  };
+  const auto matches = [&](const Built& b) {
+    Target host = parse_target("host");
+    host.cores = 2;
+    CHECK(tolerance_ratio(run_f32(Kernel(b.p, default_schedule(b.p, host), host), b.in)[0], b.want,
+                          1e-5, 3e-5) <= 1.0);
+  };
+  SECTION("1x1, stride 1, no padding: the copy is the input reshaped, inline") {
+    // Rows of 14 and of 91 pixels, 2 images, grouped and with bias + ReLU.
+    for (const Case& k : {Case{2, 40, 24, {14, 14}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true, true},
+                          Case{1, 22, 40, {9, 91}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, 2, false, false}}) {
+      const Built b = build(k, rng);
+      CHECK(col_schedule(b).compute.kind == Placement::Kind::Inline);
+      matches(b);
+      // A strided view of the input (rows padded to 16 elements) is copied dense:
+      // the kernel reads it through the flattened index (Lower.cpp).
+      const HostTensor& x = b.in.at("X");
+      const int64_t rows = x.shape[0] * x.shape[1] * x.shape[2], w = x.shape[3];
+      std::vector<float> padded(static_cast<size_t>(rows * (w + 16)), 1e30f);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < w; ++i)
+          padded[static_cast<size_t>(r * (w + 16) + i)] = static_cast<float>(x.data[static_cast<size_t>(r * w + i)]);
+      std::vector<float> wv(b.in.at("W").data.begin(), b.in.at("W").data.end());
+      std::vector<float> bias;
+      if (b.in.count("b")) bias.assign(b.in.at("b").data.begin(), b.in.at("b").data.end());
+      const Kernel kern(b.p, default_schedule(b.p, parse_target("host")), parse_target("host"));
+      std::vector<float> y(static_cast<size_t>(b.want.numel()));
+      std::vector<BufferRef> ins{
+          {padded.data(), DType::F32, x.shape,
+           {x.shape[1] * x.shape[2] * (w + 16), x.shape[2] * (w + 16), w + 16, 1}},
+          {wv.data(), DType::F32, b.in.at("W").shape, {}}};
+      if (!bias.empty()) ins.push_back({bias.data(), DType::F32, {k.o}, {}});
+      kern.run(ins, {{y.data(), DType::F32, b.want.shape, {}}});
+      HostTensor got{b.want.shape, std::vector<double>(y.begin(), y.end())};
+      CHECK(tolerance_ratio(got, b.want, 1e-5, 3e-5) <= 1.0);
+    }
+  }
+  SECTION("a copy the L2 holds: vectors along output rows, the last shifted inwards") {
+    // Stride 2 from 107x107 (rows of 54: 3 vectors and one shifted, unrolled)
+    // and from 181x181 (rows of 91: past a full unroll's 64 iterations).
+    for (const int64_t hw : {107, 181}) {
+      const Built b = build({1, 12, 36, {hw, hw}, {1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, true, false}, rng);
+      const StageSchedule cs = col_schedule(b);
+      const int64_t row = (hw + 1) / 2;
+      CHECK(cs.compute.kind == Placement::Kind::Root);
+      CHECK(cs.loops.tile.at("p") == std::vector<int64_t>{row});
+      CHECK(cs.loops.vectorize == "p_i");
+      CHECK(cs.loops.vector_width == t.vector_lanes(DType::F32));
+      CHECK(cs.loops.unroll.count("p_i") == (row <= 64 ? 1u : 0u));
+      matches(b);
+    }
+  }
+}
