@@ -287,7 +287,10 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
     // 14x14) or lost (32 -> 16 at 112x112 0.07 -> 0.22).
     if (spatial == 2 && groups == 1 && taps > 1) {
       const int64_t vectors = (O + 15) / 16;
-      const bool full_vectors = 8 * O >= 7 * 16 * vectors;
+      // (At least one whole vector: 14 or 15 channels are 7/8 of one, but the
+      // channels-last tile needs a vector of them, and without it ran as
+      // plain loops: 38 -> 15 7x7 stride 2 at 37x37 5.8 ms, oneDNN 0.082.)
+      const bool full_vectors = O >= 16 && 8 * O >= 7 * 16 * vectors;
       if (full_vectors && pixels >= 96 && (!direct || C >= 32))
         return nchw_through_channels_last(p, out, x, w, b, stride, dilation, padding);
     }

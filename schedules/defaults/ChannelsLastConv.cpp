@@ -50,7 +50,13 @@ int64_t parallel_chunk(int64_t extent, int64_t unit, const Target& t) {
 // against tr broadcasts + v weight vectors (2 loads per cycle), times the tiles
 // needed to cover the (x, o) plane with whole tiles, so that 7-wide maps get 7
 // rows (ResNet's widths are all multiples of 7) instead of 6 rows plus a
-// shifted, mostly recomputed second tile; ties go to more accumulators.
+// shifted, mostly recomputed second tile; ties go to more accumulators. A
+// step takes at least kMinStepCycles: the FMA latency (4 cycles) would let 8
+// accumulators keep both pipes busy, but tiles of fewer than 12 did not
+// (the matmul tiles of Contraction.cpp: 6 x 2 1.17x and 12 x 1 1.32x the
+// time per FMA of 8 x 3); with a 4-cycle floor, 149 -> 64 channels 5x5 at
+// 61x61 took 2 x 4 vectors (31 tiles of 8 accumulators, wasting the fewest
+// pixels): 7.1 ms, 13 x 2 5.0 (oneDNN 4.5).
 // Accumulators, weight vectors and one broadcast must fit the register file
 // (7 x 4 vectors would leave none for the broadcast: LLVM then shuffles and
 // spills accumulators every step, measured 10% slower than 14 x 2).
@@ -59,6 +65,7 @@ int64_t parallel_chunk(int64_t extent, int64_t unit, const Target& t) {
 // weights are small and stay cache-resident, each thread reads its few input
 // rows). Layers whose weights outweigh their input and a core's L2 take `weights_outer`.
 std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls, int64_t max_pixels) {
+  constexpr double kMinStepCycles = 6;
   const int lanes = t.vector_lanes(DType::F32);
   const int regs = t.vector_registers;
   const int64_t rows = static_extent(e.shape[2]), cols = static_extent(e.shape[3]);
@@ -68,7 +75,7 @@ std::string channels_last_tile(const Stage& e, const Target& t, LoopSchedule& ls
     for (int64_t v = 1; v * lanes <= cols && v <= 4; ++v) {
       const int64_t max_r = std::min<int64_t>({(regs - 1 - v) / v, rows, max_pixels});
       for (int64_t r = 1; r <= max_r; ++r) {
-        const double step = std::max({r * v / 2.0, (r + v) / 2.0, 4.0});
+        const double step = std::max({r * v / 2.0, (r + v) / 2.0, kMinStepCycles});
         const double tiles = double((rows + r - 1) / r) * double((cols + v * lanes - 1) / (v * lanes));
         const double cost = tiles * step;
         // Ties: fewer weight vectors (7 x 2 over 4 x 4 at 28 pixels: 4 x 4

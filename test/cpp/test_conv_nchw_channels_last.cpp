@@ -75,6 +75,7 @@ TEST_CASE("which dense channels-first convolutions go channels-last", "[default]
   CHECK(goes_channels_last(64, 64, 10, 3));       // 100 pixels
   CHECK_FALSE(goes_channels_last(64, 51, 20, 3));   // 51 in 4 vectors: 80% full
   CHECK_FALSE(goes_channels_last(64, 10, 20, 3));   // one vector, 10 of 16 lanes
+  CHECK_FALSE(goes_channels_last(38, 15, 37, 7, 2));  // 15 of 16 lanes: the tile needs a whole vector
   CHECK_FALSE(goes_channels_last(512, 512, 7, 3));  // 49 pixels: the weights' reorder costs more
   CHECK_FALSE(goes_channels_last(16, 32, 32, 3));   // the window tile, 16 channels per tap
   CHECK_FALSE(goes_channels_last(64, 64, 20, 1));   // 1x1: no gain measured

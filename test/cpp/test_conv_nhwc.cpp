@@ -192,6 +192,23 @@ TEST_CASE("conv2d_nhwc default schedules: valid, correct against float64, regist
   }
 }
 
+TEST_CASE("conv2d_nhwc's register tile keeps 12+ accumulators over an odd width", "[ops][conv_nhwc][schedule]") {
+  // Rows of 61 pixels, 64 channels: 2 x 4 vectors wastes the fewest pixels,
+  // but its 8 accumulators leave the FMA pipes idle (ChannelsLastConv.cpp,
+  // kMinStepCycles).
+  std::mt19937 rng(41);
+  const auto [p, in, want] = build({1, 6, 61, 16, 64, 5, 5, {1, 1}, {2, 2}, {1, 1}, true}, true, rng);
+  const Stage* mm = nullptr;
+  for (const Stage& st : p.stages())
+    if (st.kind == OpKind::Convolution) mm = &st;
+  REQUIRE(mm != nullptr);
+  Target t = parse_target("x86-64-avx512");
+  t.cores = 2;
+  const Schedule s = default_schedule(p, t);
+  validate(p, s, &t);
+  CHECK(register_tile(p, s, *mm, t.vector_lanes(DType::F32)).accumulators >= 12);
+}
+
 TEST_CASE("convolutions carry their variables' roles, through program JSON too", "[ops][conv_nhwc][json]") {
   Program p("roles");
   const Tensor x = p.input("X", {1, 8, 8, 4}), w = p.input("W", {3, 3, 4, 16});
