@@ -192,7 +192,7 @@ TEST_CASE("conv2d_nhwc default schedules: valid, correct against float64, regist
   }
 }
 
-TEST_CASE("conv2d_nhwc's register tile keeps 12+ accumulators over an odd width", "[ops][conv_nhwc][schedule]") {
+TEST_CASE("conv2d_nhwc's register tiles over odd widths: 12+ accumulators, row pieces of whole tiles", "[ops][conv_nhwc][schedule]") {
   // Rows of 61 pixels, 64 channels: 2 x 4 vectors wastes the fewest pixels,
   // but its 8 accumulators leave the FMA pipes idle (ChannelsLastConv.cpp,
   // kMinStepCycles).
@@ -207,6 +207,19 @@ TEST_CASE("conv2d_nhwc's register tile keeps 12+ accumulators over an odd width"
   const Schedule s = default_schedule(p, t);
   validate(p, s, &t);
   CHECK(register_tile(p, s, *mm, t.vector_lanes(DType::F32)).accumulators >= 12);
+  // Weights read once per channel tile (1.6 MB of them), over rows of 23: a
+  // row piece of 12 pixels (2 per row, 24 computed), not one-pixel columns.
+  const auto [pw, inw, wantw] = build({1, 23, 23, 22, 382, 7, 7, {1, 1}, {6, 6}, {2, 2}, false}, false, rng);
+  const Stage* conv = nullptr;
+  for (const Stage& st : pw.stages())
+    if (st.kind == OpKind::Convolution) conv = &st;
+  REQUIRE(conv != nullptr);
+  const Schedule sw = default_schedule(pw, t);
+  validate(pw, sw, &t);
+  const StageSchedule* cs = sw.find(conv->name);
+  REQUIRE(cs);
+  REQUIRE(cs->update);
+  CHECK(cs->update->tile.at(conv->conv_roles->out_col) == std::vector<int64_t>{12});
 }
 
 TEST_CASE("convolutions carry their variables' roles, through program JSON too", "[ops][conv_nhwc][json]") {
