@@ -158,11 +158,20 @@ std::string window_tile(const Program& p, const Stage& w, const Stage& e, const 
   if (og > 1 && og < 6) g = og;
   for (int64_t c = 4; og >= 6 && c > 1 && g == 1; --c)
     if (og % c == 0) g = c;
-  if (O <= 0 || O % g) g = 1;
   // The input is read once per group of output channels when those loop
   // outside the pixel tiles; a dense convolution whose input outweighs its
   // weights loops them inside, reading the (smaller) weights once per pixel tile.
   const bool pixels_outer = og >= 6 && !weights_outweigh_input(p, w);
+  // There a dense one whose channels 2, 3 and 4 do not divide takes groups
+  // of 4 too, the last shifted inwards over channels already computed: one
+  // channel per tile is 4 accumulators, each step's 4 input vectors feeding
+  // 4 FMAs. 2 threads, 3x3 122 -> 49 at 27x27 0.55 -> 0.32 ms (oneDNN 0.34),
+  // 191 -> 23 at 60x60 1.92 -> 1.14 (1.25), 5x5 66 -> 23 at 81x81 2.76 ->
+  // 1.86 (1.93). (Where the weights outweigh the input, so that the channels
+  // loop outside the pixels, they lost: 8 -> 83 7x7 at 55x55 0.99 -> 1.04.)
+  const bool dense_shifted = og == O && og >= 6 && pixels_outer;
+  if (g == 1 && dense_shifted) g = 4;
+  if (O <= 0 || (O % g && !dense_shifted)) g = 1;
   const int64_t acc_budget = std::max<int64_t>(1, t.vector_registers / 2);
   int64_t ty = 1;
   if (rows) {

@@ -313,6 +313,28 @@ TEST_CASE("window tiles keep the FMA pipes busy at prime output heights", "[defa
   }
 }
 
+TEST_CASE("a dense window tile takes 4 channels where 2, 3 and 4 do not divide them", "[default][window]") {
+  // 23 and 49 output channels, the input outweighing the weights (the
+  // channels loop inside the pixels): groups of 4, the last shifted inwards.
+  std::mt19937 rng(19);
+  for (const ConvCase& k : std::vector<ConvCase>{{1, 8, 20, 21, 23, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true},
+                                                 {1, 6, 27, 27, 49, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, false}}) {
+    Built b = build_conv(k, rng);
+    const Target t = parse_target("x86-64-avx512");
+    const Schedule s = default_schedule(b.p, t);
+    validate(b.p, s, &t);
+    const Stage& w = window_of(b.p);
+    const StageSchedule* ws = s.find(w.name);
+    REQUIRE(ws);
+    const std::string host = ws->compute.kind == Placement::Kind::At ? ws->compute.stage : w.name;
+    const Stage& hst = b.p.stage(host);
+    INFO(schedule_to_json_string(s, 0));
+    CHECK(s.find(host)->loops.tile.at(hst.vars[1]) == std::vector<int64_t>{4});
+    const Target& h = host_target();
+    CHECK(tolerance_ratio(run_f32(Kernel(b.p, default_schedule(b.p, h), h), b.in)[0], b.want, 1e-5, 3e-5) <= 1.0);
+  }
+}
+
 // The zero padding of a channels-first convolution is a stage of its own
 // (`<out>_pad`), materialized by the window rule: per group at the tile's
 // group loop (depthwise: one plane), at root for a dense convolution, where
