@@ -248,8 +248,8 @@ class Lowering {
     for (const Stage& st : p_.stages()) define(st);
     // A dot_pairs stage loads (pair, lane) vectors across two dims of what it
     // reads; Halide needs their strides to know the pairs are adjacent. Such
-    // inputs must then be dense row-major (a strided view is rejected at run
-    // time by Halide's constraint check).
+    // inputs must then be dense row-major (Kernel::run copies a strided view
+    // dense; generated libraries take dense arrays).
     // An input read through a flattened index (an im2col copy of a 1x1
     // convolution, a reshape: x[c, p / 14, p % 14]) is dense as well: with its
     // strides known, Halide folds (p / 14) * 14 + p % 14 back to p, and a

@@ -12,15 +12,15 @@
 //     (DeepLab's rows of 33: vectors across rows would be gathers);
 //   - a panel within half the L2 (wav2vec's conv1d: K = 10, 128 KB) is made
 //     once (its vectors along output rows, the last shifted inwards, where
-//     they hold 4+ lanes), and the
-//     row tiles sweep the pixels innermost, so the output (the
-//     cost of a GEMM with K that small) is written in long runs.
+//     they hold 4+ lanes), and the row tiles sweep the pixels innermost, so
+//     the output (the cost of a GEMM with K that small) is written in long
+//     runs.
 // A 1x1 stride-1 unpadded convolution's copy is its input reshaped: not made
-// at all (reshape_of_input). A copy made once takes the widest column tile of whole vectors that the
-// register file holds, since every column tile streams the whole weight matrix
-// once; copies per column tile, whose tiles are the parallel loop, take the
-// register tile of the most accumulators that leaves the busiest core the
-// least work (balance_columns).
+// at all (reshape_of_input). A copy made once takes the widest column tile of
+// whole vectors that the register file holds, since every column tile streams
+// the whole weight matrix once; copies per column tile, whose tiles are the
+// parallel loop, take the register tile of the most accumulators that leaves
+// the busiest core the least work (balance_columns).
 #include <algorithm>
 #include <numeric>
 
@@ -240,10 +240,15 @@ bool reshape_of_input(const Program& p, const Stage& col) {
   if (reads.size() != 1) return false;
   const TensorInfo& x = p.tensor(reads[0]);
   if (!x.is_input) return false;
-  int64_t taps = 1, pixels = 1;
-  for (size_t k = 2; k + 1 < col.shape.size(); ++k) taps *= static_extent(col.shape[k]);
-  for (size_t k = 2; k < x.shape.size(); ++k) pixels *= static_extent(x.shape[k]);
-  return taps == 1 && pixels > 0 && pixels == static_extent(col.shape.back());
+  for (size_t k = 2; k + 1 < col.shape.size(); ++k)
+    if (static_extent(col.shape[k]) != 1) return false;
+  int64_t pixels = 1;
+  for (size_t k = 2; k < x.shape.size(); ++k) {
+    const int64_t e = static_extent(x.shape[k]);
+    if (e < 1) return false;
+    pixels *= e;
+  }
+  return pixels == static_extent(col.shape.back());
 }
 
 }  // namespace
