@@ -104,19 +104,24 @@ int non_dense_axis(const BufferRef& b, size_t trailing) {
   return -1;
 }
 
-// `b` copied into `storage` dense row-major, as a BufferRef without strides.
+// `b` copied into `storage` dense row-major, as a BufferRef without strides:
+// in runs of its trailing axes that are already dense (at least the
+// innermost, which Kernel::run requires), one memcpy each.
 BufferRef dense_copy(const BufferRef& b, std::vector<uint8_t>& storage) {
-  const size_t elem = static_cast<size_t>(bytes(b.dtype));
+  const int64_t elem = bytes(b.dtype);
   int64_t n = 1;
   for (int64_t e : b.shape) n *= e;
-  storage.resize(static_cast<size_t>(n) * elem);
+  storage.resize(static_cast<size_t>(n * elem));
+  size_t outer = b.shape.size();  // axes [outer, rank) form one dense run
+  int64_t run = 1;
+  while (outer > 0 && (b.shape[outer - 1] == 1 || b.strides[outer - 1] == run)) run *= b.shape[--outer];
   const auto* src = static_cast<const uint8_t*>(b.data);
-  std::vector<int64_t> at(b.shape.size(), 0);
-  for (int64_t k = 0; k < n; ++k) {
+  std::vector<int64_t> at(outer, 0);
+  for (int64_t k = 0; k < n / std::max<int64_t>(run, 1); ++k) {
     int64_t off = 0;
-    for (size_t d = 0; d < at.size(); ++d) off += at[d] * b.strides[d];
-    std::memcpy(storage.data() + static_cast<size_t>(k) * elem, src + off * static_cast<int64_t>(elem), elem);
-    for (size_t d = at.size(); d-- > 0;) {
+    for (size_t d = 0; d < outer; ++d) off += at[d] * b.strides[d];
+    std::memcpy(storage.data() + k * run * elem, src + off * elem, static_cast<size_t>(run * elem));
+    for (size_t d = outer; d-- > 0;) {
       if (++at[d] < b.shape[d]) break;
       at[d] = 0;
     }
