@@ -35,18 +35,33 @@ int lanes_of(const Target* target, DType accumulate) {
 }
 
 // The block of rows an interleaving intermediate spans: the innermost pure
-// dim tiled once, when static.
+// dim tiled, when static, the block its innermost tile (computed at the loop
+// outside it: the tile loop, or the middle one of two levels, whose outer
+// loop is then a core's share of the blocks). `inner` is the points of the
+// static pure dims inside it (a few output columns), 0 where one is symbolic:
+// each block step updates rows x inner partials, all unrolled.
 struct Rows {
   std::string dim, outer;
-  int64_t tile = 0, extent = 0;
+  int64_t tile = 0, extent = 0, outer_tile = 0, inner = 1;
 };
 constexpr int64_t kMaxInterleave = 16;
+// The index of the first pure dim inside `dim`.
+size_t inner_dims(const Stage& st, const std::string& dim) {
+  return static_cast<size_t>(std::find(st.vars.begin(), st.vars.end(), dim) - st.vars.begin()) + 1;
+}
+// Points a block step updates (rows x inner points, each at least a vector
+// of partials): a core's vector registers, less a few for the operands.
+constexpr int64_t kMaxInterleavePartials = 28;
 std::optional<Rows> interleaved_rows(const Stage& st, const LoopSchedule& ls) {
   for (size_t k = st.vars.size(); k-- > 0;) {
     const auto t = ls.tile.find(st.vars[k]);
     if (t == ls.tile.end()) continue;
-    if (t->second.size() != 1 || st.shape[k].is_symbolic()) return std::nullopt;
-    return Rows{st.vars[k], outer_loop(st.vars[k]), t->second.front(), st.shape[k].value};
+    if (t->second.size() > 2 || st.shape[k].is_symbolic()) return std::nullopt;
+    Rows rows{st.vars[k], t->second.size() == 1 ? outer_loop(st.vars[k]) : middle_loop(st.vars[k]),
+              t->second.back(), st.shape[k].value, t->second.size() == 2 ? t->second.front() : 0};
+    for (size_t i = k + 1; i < st.vars.size(); ++i)
+      rows.inner *= st.shape[i].is_symbolic() ? 0 : st.shape[i].value;
+    return rows;
   }
   return std::nullopt;
 }
@@ -146,16 +161,27 @@ bool combines_in_vectors(const StageSchedule& ss) {
 std::string interleave_problem(const Stage& st, const StageSchedule& ss) {
   const auto rows = interleaved_rows(st, ss.loops);
   // The update's last block is guarded, not shifted (a point updated twice
-  // would be summed twice), so whole blocks need a dividing tile.
+  // would be summed twice), so whole blocks need a dividing tile; so does a
+  // core's share of them (a guarded share would still compute whole blocks
+  // past the last row, reading past the operands).
   const bool root = ss.compute.kind == Placement::Kind::Root;
-  if (rows && root && rows->tile >= 2 && rows->tile <= kMaxInterleave && rows->extent % rows->tile == 0)
+  if (rows && root && rows->tile >= 2 && rows->tile <= kMaxInterleave && rows->extent % rows->tile == 0 &&
+      (rows->outer_tile == 0 ||
+       (rows->outer_tile % rows->tile == 0 && rows->extent % rows->outer_tile == 0)) &&
+      rows->inner > 0 && rows->tile * rows->inner <= kMaxInterleavePartials)
     return "";
   return "stage '" + st.name + "': rfactor interleave needs the stage computed at root with its innermost "
-         "tiled pure dim static and tiled once by a divisor of its extent from 2 to " +
-         std::to_string(kMaxInterleave) + " (the rows unrolled in each step); " +
+         "tiled pure dim static and tiled by a divisor of its extent from 2 to " +
+         std::to_string(kMaxInterleave) +
+         " (the rows unrolled in each step; two levels: the outer tile a multiple of it that divides the "
+         "extent), the pure dims inside it static, and at most " +
+         std::to_string(kMaxInterleavePartials) + " points (rows x inner points) per step; " +
          (rows ? "'" + rows->dim + "' (extent " + std::to_string(rows->extent) + ") is tiled by " +
-                     std::to_string(rows->tile)
-               : std::string("no static pure dim is tiled once")) +
+                     (rows->outer_tile ? std::to_string(rows->outer_tile) + " x " : std::string()) +
+                     std::to_string(rows->tile) +
+                     (rows->inner != 1 ? ", " + std::to_string(rows->inner) + " points inside it"
+                                       : std::string())
+               : std::string("no static pure dim is tiled")) +
          (root ? std::string() : ", and it is computed " + to_string(ss.compute));
 }
 
@@ -330,12 +356,22 @@ struct RFactorDirective : Directive {
       intm.reorder_storage(storage);
       intm.bound_extent(Halide::Var(rows->dim), static_cast<int>(rows->tile));
       intm.unroll(Halide::Var(rows->dim));
+      // The pure dims inside the block (a few output columns) unrolled too:
+      // every partial of the step a register.
+      for (size_t k = inner_dims(st, rows->dim); k < st.vars.size(); ++k) {
+        intm.bound_extent(Halide::Var(st.vars[k]), static_cast<int>(st.shape[k].value));
+        intm.unroll(Halide::Var(st.vars[k]));
+      }
     }
     order.emplace_back(ro);
     for (auto it = st.rvars.rbegin(); it != st.rvars.rend(); ++it)
       if (it->name != rf.rvar) order.emplace_back(Halide::RVar(it->name));
     intm.update(0).reorder(order).vectorize(lane);
-    if (rows) intm.update(0).unroll(Halide::Var(rows->dim));
+    if (rows) {
+      intm.update(0).unroll(Halide::Var(rows->dim));
+      for (size_t k = inner_dims(st, rows->dim); k < st.vars.size(); ++k)
+        intm.update(0).unroll(Halide::Var(st.vars[k]));
+    }
     // The stage's own update now reduces `factor` lanes. Vectorized as an
     // atomic reduction, Halide emits one VectorReduce: a halving tree of
     // shuffles and vector ops (log2(factor) steps) instead of `factor`

@@ -150,9 +150,18 @@ TEST_CASE("default few-column contractions: rows streamed, W packed transposed o
   if (host_target().cores < 2) return;
   const int lanes = host_target().vector_lanes(DType::F32);
   std::mt19937 rng(13);
-  const std::vector<std::array<int64_t, 3>> sizes = {
-      {1806, 6056, 7}, {70, 2325, 5}, {33, 101, 2}, {257, 129, lanes / 2}, {1000, 97, 3}};
-  for (const auto& [m, k, n] : sizes) {
+  // Rows in whole blocks interleaved in each step where a divisor of m
+  // makes them (1806 = 2 x 3 x 7 x 43, 70, 1000, 900), one at a time where
+  // none does (257 and 619 are prime; 33 = 3 x 11 leaves 11 blocks of 3, no
+  // whole shares for 2 cores).
+  struct Size {
+    int64_t m, k, n;
+    bool blocks;
+  };
+  const std::vector<Size> sizes = {{1806, 6056, 7, true}, {70, 2325, 5, true},  {33, 101, 2, false},
+                                   {257, 129, lanes / 2, false}, {1000, 97, 3, true},
+                                   {900, 452, 4, true},   {619, 140, 5, false}};
+  for (const auto& [m, k, n, blocks] : sizes) {
     INFO(m << "x" << k << "x" << n);
     Program p("mm");
     p.output(ops::matmul(p.input("A", {m, k}), p.input("W", {k, n}), "mv"));
@@ -163,6 +172,14 @@ TEST_CASE("default few-column contractions: rows streamed, W packed transposed o
     CHECK(ms.cache[0].tensor == "W");
     CHECK(ms.cache[0].transpose);
     CHECK(ms.loops.parallel == std::vector<std::string>{"i_o"});
+    CHECK(ms.rfactor->interleave == blocks);
+    if (blocks) {
+      const std::vector<int64_t>& tile = ms.loops.tile.at("i");
+      REQUIRE(tile.size() == 2);
+      CHECK(m % tile[0] == 0);
+      CHECK(tile[0] % tile[1] == 0);
+      CHECK(tile[1] * (n + 1) < host_target().vector_registers);
+    }
     const Kernel kern(p, s, host_target());
     const std::map<std::string, HostTensor> in = {{"A", small_integers({m, k}, rng)},
                                                   {"W", small_integers({k, n}, rng)}};

@@ -331,7 +331,7 @@ TEST_CASE("rfactor: interleaved rows match float64, validate and round-trip", "[
   CHECK_THROWS_WITH(validate(p, s, &t), Contains("stage 'r': rfactor interleave needs") &&
                                             Contains("'i' (extent 24) is tiled by 5"));
   s["r"].loops.tile.clear();
-  CHECK_THROWS_WITH(validate(p, s, &t), Contains("no static pure dim is tiled once"));
+  CHECK_THROWS_WITH(validate(p, s, &t), Contains("no static pure dim is tiled"));
   s["r"].loops.tile["i"] = {4};
   s["r"].rfactor->parallel = true;
   CHECK_THROWS_WITH(validate(p, s, &t), Contains("cannot be combined with \"parallel\""));
@@ -339,6 +339,42 @@ TEST_CASE("rfactor: interleaved rows match float64, validate and round-trip", "[
       schedule_from_json_string(
           R"({"schema": 1, "stages": {"r": {"rfactor": {"rvar": "j", "factor": 16, "interleave": 1}}}})"),
       Contains("stages.r.rfactor.interleave") && Contains("must be true or false"));
+}
+
+// Two levels (a core's share of blocks, then the block) and static dims
+// inside the block (a few output columns), all unrolled in each step.
+TEST_CASE("rfactor: interleaved blocks of a two-level tile with columns match float64", "[rfactor]") {
+  const Target t = parse_target("host");
+  const int lanes = t.vector_lanes(DType::F32);
+  Program p("cols");
+  const Tensor a = p.input("A", {24, 300});
+  const Tensor w = p.input("W", {300, 5});
+  p.output(p.define_reduce("r", {"i", "j"}, {24, 5}, ReduceOp::Sum, {{"k", Dim(300)}},
+                           a(var("i"), var("k")) * w(var("k"), var("j")), OpKind::Contraction, "matmul"));
+  std::mt19937 rng(22);
+  const std::map<std::string, HostTensor> in = {{"A", random_tensor({24, 300}, rng)},
+                                                {"W", random_tensor({300, 5}, rng)}};
+  for (const auto& [share, rows] : std::vector<std::pair<int64_t, int64_t>>{{12, 2}, {12, 3}, {8, 4}, {24, 4}}) {
+    INFO(share << " x " << rows);
+    Schedule s;
+    s["r"].loops.tile["i"] = {share, rows};
+    s["r"].loops.parallel = {"i_o"};
+    s["r"].cache.push_back({"W", "i_o", true});
+    s["r"].rfactor = RFactor{"k", lanes};
+    s["r"].rfactor->interleave = true;
+    REQUIRE_NOTHROW(validate(p, s, &t));
+    CHECK(check(p, s, in, 6e-8, 5.4e-3) <= 1.0);
+    CHECK_THAT(explain(p, s, &t), Contains("per block of i_m, its rows interleaved in each step, unrolled"));
+  }
+  Schedule s;
+  s["r"].rfactor = RFactor{"k", lanes};
+  s["r"].rfactor->interleave = true;
+  s["r"].loops.tile["i"] = {10, 5};  // blocks past the rows
+  CHECK_THROWS_WITH(validate(p, s, &t), Contains("is tiled by 10 x 5, 5 points inside it"));
+  s["r"].loops.tile["i"] = {16, 4};  // shares past the rows
+  CHECK_THROWS_WITH(validate(p, s, &t), Contains("is tiled by 16 x 4"));
+  s["r"].loops.tile["i"] = {12, 6};  // 30 partials a step
+  CHECK_THROWS_WITH(validate(p, s, &t), Contains("at most 28 points"));
 }
 
 TEST_CASE("rfactor: explain shows the intermediate", "[rfactor]") {
