@@ -517,7 +517,9 @@ bool needs_packing(const Program& p, const Stage& mm, const std::string& tensor,
 // [1500, 80] 0.058 vs 0.049; [257, 1000] @ [1000, 200] 0.42 vs 0.46), or
 // where the cache lines the strided panel touches outgrow half the L2, so
 // that each row tile would fetch them again from L3 ([59, 7151] @ [7151,
-// 102], 10 row tiles: 0.53 vs 0.67). A panel spanning whole rows (row <=
+// 102], 10 row tiles: 0.53 vs 0.67); with one row tile there is no second
+// fetch, and the copy is a pass of its own ([3, 7225] @ [7225, 60]: packed
+// 0.061 ms, in place 0.021, oneDNN 0.031). A panel spanning whole rows (row <=
 // tile) is contiguous already and is read in place.
 bool strided_panel(const Program& p, const Stage& mm, const std::string& tensor,
                    std::pair<size_t, size_t> rc, const LoopSchedule& ls, const Target& t) {
@@ -536,7 +538,8 @@ bool strided_panel(const Program& p, const Stage& mm, const std::string& tensor,
   const int64_t steps = tile_operands(p, mm, rc).steps;
   const int64_t line = t.cache_line_bytes;
   const int64_t lines_per_step = (cols->second.back() * 4 + line - 1) / line + 1;  // f32, unaligned
-  return reuse >= kPanelReuse || steps < 0 || steps * lines_per_step * line > t.l2_bytes / 2;
+  return reuse >= kPanelReuse || steps < 0 ||
+         (reuse >= 2 && steps * lines_per_step * line > t.l2_bytes / 2);
 }
 
 // mm computed per register tile of its elementwise epilogue `e`.

@@ -55,6 +55,9 @@ TEST_CASE("default contraction packs strided B panels at static sizes", "[defaul
   CHECK(packs_b(default_schedule(matmul_program(59, 7151, 102, false), t)));
   CHECK_FALSE(packs_b(default_schedule(matmul_program(18, 379, 80, false), t)));
   CHECK_FALSE(packs_b(default_schedule(matmul_program(4, 128, 128, false), t)));
+  // One row tile over a long K: the panel outgrows half the L2, but nothing
+  // would read it twice.
+  CHECK_FALSE(packs_b(default_schedule(matmul_program(3, 7225, 60, false), t)));
   for (const auto& [m, k, n] :
        std::vector<std::array<int64_t, 3>>{{64, 64, 64}, {100, 50, 48}, {37, 20, 16}, {500, 64, 500}, {48, 300, 80}}) {
     INFO(m << "x" << k << "x" << n);
