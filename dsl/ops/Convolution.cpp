@@ -134,8 +134,8 @@ Tensor im2col_conv(Program p, const std::string& op, const std::string& out, int
 // A dense channels-first 2-D convolution computed channels-last, as oneDNN
 // computes one given NCHW tensors (reorders in, a direct convolution in its
 // blocked layout, a reorder out): the input transposed to NHWC, the OIHW
-// weights to [O/16, KH, KW, C, 16] blocks (HWIO where 16 does not divide O),
-// conv2d_nhwc's implicit GEMM (output channels along the vectors, the default
+// weights to [ceil(O/16), KH, KW, C, 16] blocks (the last padded with zero
+// channels where 16 does not divide O), conv2d_nhwc's implicit GEMM (output channels along the vectors, the default
 // rules of schedules/defaults/ChannelsLastConv.cpp), and its output (+ bias)
 // transposed back. The transposes are data-movement stages the defaults make
 // once per call (Defaults.cpp): every tensor is an input, so the weights are
@@ -148,14 +148,24 @@ Tensor nchw_through_channels_last(Program p, const std::string& out, const Tenso
   const Tensor xt = p.define(p.unique_name(out + "_nhwc_in"), {"n", "h", "w", "c"}, {x.shape()[0], H, W, C},
                              x(var("n"), var("c"), var("h"), var("w")), OpKind::DataMovement, "transpose");
   constexpr int kBlock = 16;  // BlockedWeights.h's block: one AVX-512 f32 vector, two AVX2 ones
-  const Tensor wt =
-      O % kBlock == 0
-          ? p.define(p.unique_name(out + "_w_blocked"), {"ob", "ky", "kx", "c", "oi"}, {O / kBlock, KH, KW, C, kBlock},
-                     w(var("ob") * kBlock + var("oi"), var("c"), var("ky"), var("kx")), OpKind::DataMovement,
-                     "transpose")
-          : p.define(p.unique_name(out + "_w_hwio"), {"ky", "kx", "c", "o"}, {KH, KW, C, O},
-                     w(var("o"), var("c"), var("ky"), var("kx")), OpKind::DataMovement, "transpose");
-  const Tensor y = conv2d_nhwc(xt, wt, b, {stride[0], stride[1]}, {padding[0], padding[1]},
+  // Output channels that are not whole blocks are padded with zero weights
+  // (and bias) to whole ones, computed and not copied out: every register
+  // tile's vectors are then full loads of the blocked weights.
+  const int64_t OB = (O + kBlock - 1) / kBlock;
+  const Expr o = var("ob") * kBlock + var("oi"), in_o = o < static_cast<int>(O);
+  const Expr oc = min(o, static_cast<int>(O - 1));
+  const Expr wv = w(oc, var("c"), var("ky"), var("kx"));
+  const Tensor wt = p.define(p.unique_name(out + "_w_blocked"), {"ob", "ky", "kx", "c", "oi"},
+                             {OB, KH, KW, C, kBlock},
+                             O % kBlock ? select(in_o, wv, make_const(0, w.dtype())) : wv,
+                             OpKind::DataMovement, "transpose");
+  Tensor bias = b;
+  if (b.defined() && O % kBlock)
+    bias = p.define(p.unique_name(out + "_b_padded"), {"o"}, {OB * kBlock},
+                    select(var("o") < static_cast<int>(O), b(min(var("o"), static_cast<int>(O - 1))),
+                           make_const(0, b.dtype())),
+                    OpKind::DataMovement, "pad");
+  const Tensor y = conv2d_nhwc(xt, wt, bias, {stride[0], stride[1]}, {padding[0], padding[1]},
                                {dilation[0], dilation[1]}, p.unique_name(out + "_nhwc"));
   return p.define(out, {"n", "o", "y", "x"}, {x.shape()[0], Dim(O), y.shape()[1], y.shape()[2]},
                   y(var("n"), var("y"), var("x"), var("o")), OpKind::DataMovement, "transpose");
@@ -177,6 +187,16 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
   if (x.dtype() != w.dtype())
     throw DTypeError(op + ": input '" + x.name() + "' is " + std::string(to_string(x.dtype())) + " but weight '" +
                      w.name() + "' is " + std::string(to_string(w.dtype())));
+  const std::string& algorithm = params.algorithm;
+  if (algorithm != "auto" && algorithm != "im2col" && algorithm != "channels_last" && algorithm != "direct")
+    throw DefinitionError(op + ": algorithm '" + algorithm +
+                          "' is not one of auto, im2col, channels_last, direct");
+  if ((algorithm == "im2col" || algorithm == "channels_last") && !first)
+    throw DefinitionError(op + ": algorithm '" + algorithm + "' needs a channels-first layout; layout is " +
+                          params.layout + " (use auto or direct)");
+  if (algorithm == "channels_last" && (spatial != 2 || params.groups != 1))
+    throw DefinitionError(op + ": algorithm 'channels_last' needs a dense 2-D convolution (groups 1); this one is " +
+                          std::to_string(spatial) + "-D with groups " + std::to_string(params.groups));
   const auto stride = per_dim(op, "stride", params.stride, spatial, 1, 1);
   const auto dilation = per_dim(op, "dilation", params.dilation, spatial, 1, 1);
   const auto padding = per_dim(op, "padding", params.padding, spatial, 0, 0);
@@ -229,7 +249,11 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
   if (last) ovars.push_back("o"), oshape.push_back(O);
   Program p = x.program();
   const std::string out = name.empty() ? p.unique_name(op) : name;
-  if (first) {
+  if (first && algorithm == "im2col")
+    return im2col_conv(p, op, out, spatial, x, w, b, stride, dilation, padding, groups, oshape);
+  if (first && algorithm == "channels_last")
+    return nchw_through_channels_last(p, out, x, w, b, stride, dilation, padding);
+  if (first && algorithm == "auto") {
     int64_t taps = 1, pixels = 1;
     for (int s = 0; s < spatial; ++s)
       taps *= w.shape()[static_cast<size_t>(2 + s)].value, pixels *= oshape[static_cast<size_t>(2 + s)].value;
@@ -285,13 +309,28 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
     // stem 1.26 -> 0.89 (0.80), 256 at 14x14 1.08 -> 0.72 (0.65), 128 at
     // 10x10 0.19 -> 0.12 (0.11). 1x1 kernels gained nothing (256 -> 512 at
     // 14x14) or lost (32 -> 16 at 112x112 0.07 -> 0.22).
+    // Where the window tile would not take it (strided, or weights past
+    // its L2 share), emptier vectors go too, padded with zero channels to
+    // whole blocks, down to half-full ones, from 8 input channels a tap:
+    // the im2col GEMM they replace gathers its copy at a stride and tiles
+    // few output channels poorly. Same machine, padded / im2col (oneDNN):
+    // 270 -> 13 5x5 at 12x12 0.146 / 0.494 ms (0.144), 38 -> 15 7x7 stride 2
+    // at 37x37 0.117 / 0.223 (0.086), 83 -> 40 3x3 stride 2 at 73x73 0.46 /
+    // 0.73 (0.38), 114 -> 65 5x5 stride 2 at 121x121 6.7 / 9.7 (5.1), 126
+    // -> 21 dilated stride 2 at 66x66 0.37 / 0.50 (0.38), 146 -> 173 3x3 at
+    // 23x23 0.89 / 1.15 (0.78); 4 -> 10 stride 2 at 115x115 lost (0.059 /
+    // 0.029). Through the window tile's stride-1 range they won little and
+    // lost some (54 -> 18 at 48x48 0.24 / 0.15, dilated 180 -> 18 at 111x111
+    // 4.9 / 3.8), and stay as they were.
     if (spatial == 2 && groups == 1 && taps > 1) {
       const int64_t vectors = (O + 15) / 16;
-      // (At least one whole vector: 14 or 15 channels are 7/8 of one, but the
-      // channels-last tile needs a vector of them, and without it ran as
-      // plain loops: 38 -> 15 7x7 stride 2 at 37x37 5.8 ms, oneDNN 0.082.)
+      // (At least one vector's worth for the window tile's range: 14 or 15
+      // channels padded to 16 went either way against it, 64 -> 15 at 40x40
+      // 0.131 / 0.116 ms, 40 -> 15 5x5 at 60x60 0.42 / 0.36, 128 -> 14 at
+      // 28x28 0.124 / 0.158.)
       const bool full_vectors = O >= 16 && 8 * O >= 7 * 16 * vectors;
-      if (full_vectors && pixels >= 96 && (!direct || C >= 32))
+      const bool padded = !direct && C >= 8 && 2 * O >= 16 * vectors;
+      if ((full_vectors || padded) && pixels >= 96 && (!direct || C >= 32))
         return nchw_through_channels_last(p, out, x, w, b, stride, dilation, padding);
     }
     const bool whole_vectors = oshape.back().value % 16 == 0;

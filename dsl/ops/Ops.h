@@ -160,10 +160,15 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands, 
 // N-d convolution (1, 2 or 3 spatial dims). layout "NCHW" (channels first) or
 // "NHWC" (channels last) for input and output; weight is always
 // [O, C/groups, k...]; bias [O] optional. groups == C == O is depthwise.
+// algorithm: how a channels-first convolution is formulated: "auto" (the
+// rule in Convolution.cpp), "im2col" (a copy feeding a GEMM), "channels_last"
+// (2-D dense: transposed to NHWC, blocked weights) or "direct" (its own
+// reduction over the input); a way to override the rule and to compare.
 struct ConvParams {
   std::vector<int> stride, padding, dilation;  // per spatial dim; empty = 1 / 0 / 1
   int groups = 1;
   std::string layout = "NCHW";
+  std::string algorithm = "auto";
 };
 Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w, const Tensor& b,
             const ConvParams& params, const std::string& name = "");

@@ -1,9 +1,10 @@
 // Dense channels-first 2-D convolutions computed channels-last
 // (dsl/ops/Convolution.cpp, nchw_through_channels_last): which ones the op
-// sends there (k x k kernels whose output channels fill their vectors, over
-// 96+ output pixels, and 32+ input channels where the window tile would take
-// them), the program it builds (input and output transposes, blocked or HWIO
-// weights), that the default schedule makes the transposes once, and the
+// sends there (k x k kernels whose output channels fill their vectors, or
+// half of them where the window tile would not take them, over 96+ output
+// pixels, and 32+ input channels where it would), the program it builds
+// (input and output transposes, blocked weights padded with zero channels
+// to whole blocks), that the default schedule makes the transposes once, and the
 // values against the float64 loops of ConvReference.h at odd and prime sizes,
 // with stride, dilation, padding, bias, a ReLU epilogue and a symbolic batch,
 // on several targets and core counts.
@@ -75,7 +76,15 @@ TEST_CASE("which dense channels-first convolutions go channels-last", "[default]
   CHECK(goes_channels_last(64, 64, 10, 3));       // 100 pixels
   CHECK_FALSE(goes_channels_last(64, 51, 20, 3));   // 51 in 4 vectors: 80% full
   CHECK_FALSE(goes_channels_last(64, 10, 20, 3));   // one vector, 10 of 16 lanes
-  CHECK_FALSE(goes_channels_last(38, 15, 37, 7, 2));  // 15 of 16 lanes: the tile needs a whole vector
+  CHECK_FALSE(goes_channels_last(64, 15, 40, 3));   // 15 of 16 lanes, for the window tile
+  // Where the window tile would not take them (strided, or weights past 256
+  // KB), half-full vectors and up, padded, from 8 input channels.
+  CHECK(goes_channels_last(38, 15, 37, 7, 2));
+  CHECK(goes_channels_last(83, 40, 73, 3, 2));
+  CHECK(goes_channels_last(270, 13, 12, 5));       // 351 KB of weights
+  CHECK(goes_channels_last(64, 51, 40, 3, 2));
+  CHECK_FALSE(goes_channels_last(64, 7, 40, 3, 2));  // 7 of 16 lanes
+  CHECK_FALSE(goes_channels_last(4, 10, 115, 3, 2));  // 4 input channels a tap
   CHECK_FALSE(goes_channels_last(512, 512, 7, 3));  // 49 pixels: the weights' reorder costs more
   CHECK_FALSE(goes_channels_last(16, 32, 32, 3));   // the window tile, 16 channels per tap
   CHECK_FALSE(goes_channels_last(64, 64, 20, 1));   // 1x1: no gain measured
@@ -92,7 +101,8 @@ TEST_CASE("dense channels-first convolutions computed channels-last match float6
       {2, 40, 48, 23, 21, 3, 2, 1, 1, false, false},     // stride 2, 2 images
       {1, 33, 64, 19, 17, 3, 1, 2, 2, true, false},      // dilated, padded by the dilation
       {1, 3, 32, 29, 31, 7, 2, 3, 1, true, true},        // a 3-channel stem
-      {1, 32, 71, 13, 11, 3, 1, 1, 1, true, false},      // HWIO weights (16 does not divide 71)
+      {1, 32, 71, 13, 11, 3, 1, 1, 1, true, false},      // 16 does not divide 71: a padded block
+      {1, 30, 13, 25, 23, 5, 2, 2, 1, true, true},       // one padded block, stride 2
       {3, 48, 32, 11, 13, 5, 1, 2, 1, false, true, true},  // 5x5, a symbolic batch
       {1, 64, 32, 12, 12, 3, 1, 0, 1, true, false},      // no padding
   };
@@ -103,15 +113,15 @@ TEST_CASE("dense channels-first convolutions computed channels-last match float6
     const auto [p, in, want] = build(k, rng);
     const Stage* conv = channels_last(p);
     REQUIRE(conv);
-    // The input and the weights reach it through transposes; blocked weights where 16 divides O.
-    int transposes = 0;
-    bool blocked = false;
+    // The input and the weights reach it through transposes; the weights in
+    // whole blocks of 16 (the bias too, where 16 does not divide O).
+    int transposes = 0, blocks = 0;
     for (const Stage& st : p.stages()) {
       transposes += st.op == "transpose";
-      blocked |= st.op == "transpose" && st.shape.size() == 5;
+      if (st.op == "transpose" && st.shape.size() == 5) blocks = st.shape[0].value * st.shape[4].value;
     }
     CHECK(transposes == 3);  // input, weights, output
-    CHECK(blocked == (k.o % 16 == 0));
+    CHECK(blocks == (k.o + 15) / 16 * 16);
     for (const char* tn : {"host", "x86-64-avx2", "arm-64-linux"}) {
       Target t = parse_target(tn);
       t.cores = 2;
@@ -144,4 +154,56 @@ TEST_CASE("dense channels-first convolutions computed channels-last match float6
       CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5, atol) <= 1.0);
     }
   }
+}
+
+// ConvParams::algorithm overrides the op's choice: each formulation of the
+// same convolution builds its own stages and matches float64; a value that
+// does not apply is a DefinitionError naming it and what would.
+TEST_CASE("the convolution's algorithm attribute picks its formulation", "[default][conv][nchw_cl]") {
+  std::mt19937 rng(61);
+  const Case k{1, 20, 24, 19, 21, 3, 2, 1, 1, true, false};
+  const std::map<std::string, HostTensor> in = {{"X", random_tensor({1, 20, 19, 21}, rng)},
+                                                {"W", random_tensor({24, 20, 3, 3}, rng)},
+                                                {"b", random_tensor({24}, rng)}};
+  const HostTensor want = conv_reference({1, 20, 24, {19, 21}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, false},
+                                         in.at("X"), in.at("W"), &in.at("b"));
+  const auto build_with = [&](const std::string& algorithm) {
+    Program p("alg");
+    ops::ConvParams cp;
+    cp.stride = {k.stride, k.stride};
+    cp.padding = {k.pad, k.pad};
+    cp.algorithm = algorithm;
+    p.output(ops::conv("conv2d", 2, p.input("X", {1, 20, 19, 21}), p.input("W", {24, 20, 3, 3}), p.input("b", {24}),
+                       cp, "Y"));
+    return p;
+  };
+  const auto has_op = [](const Program& p, const std::string& op) {
+    for (const Stage& st : p.stages())
+      if (st.op == op) return true;
+    return false;
+  };
+  for (const char* algorithm : {"auto", "im2col", "channels_last", "direct"}) {
+    INFO(algorithm);
+    const Program p = build_with(algorithm);
+    const std::string a = algorithm;
+    if (a == "im2col") CHECK(has_op(p, "im2col"));
+    if (a == "channels_last") CHECK(channels_last(p));
+    if (a == "direct") CHECK((!has_op(p, "im2col") && !channels_last(p)));
+    const Target t = host_target();
+    CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5, 3e-5) <= 1.0);
+  }
+  CHECK_THROWS_MATCHES(build_with("winograd"), DefinitionError,
+                       Catch::Matchers::Message(
+                           "conv2d: algorithm 'winograd' is not one of auto, im2col, channels_last, direct"));
+  Program p("grouped");
+  ops::ConvParams cp;
+  cp.groups = 4;
+  cp.algorithm = "channels_last";
+  CHECK_THROWS_WITH(ops::conv("conv2d", 2, p.input("X", {1, 8, 9, 9}), p.input("W", {8, 2, 3, 3}), Tensor(), cp),
+                    Catch::Matchers::Contains("needs a dense 2-D convolution (groups 1)"));
+  cp.groups = 1;
+  cp.layout = "NHWC";
+  cp.algorithm = "im2col";
+  CHECK_THROWS_WITH(ops::conv("conv2d", 2, p.input("Xh", {1, 9, 9, 8}), p.input("Wh", {8, 8, 3, 3}), Tensor(), cp),
+                    Catch::Matchers::Contains("algorithm 'im2col' needs a channels-first layout; layout is NHWC"));
 }

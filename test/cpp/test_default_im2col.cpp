@@ -1,9 +1,9 @@
 // Dense channels-first convolutions (1-D, 2-D, 3-D) defined as an im2col copy
-// feeding a GEMM (dsl/ops/Convolution.cpp, im2col_conv): the structure (when
-// the op takes it: 2-D k x k ones whose output channels fill their vectors
-// go channels-last instead, test_conv_nchw_channels_last.cpp, so the 2-D
-// cases here have output channels that do not, and that its default schedule materializes the copy and
-// register-tiles the GEMM over flattened pixels) and the values against a
+// feeding a GEMM (dsl/ops/Convolution.cpp, im2col_conv): the structure (the
+// cases ask for it with algorithm "im2col"; which convolutions the op itself
+// formulates so is tested below and in test_conv_nchw_channels_last.cpp),
+// that its default schedule materializes the copy and register-tiles the
+// GEMM over flattened pixels, and the values against a
 // float64 reference at odd and prime sizes, with stride, dilation, padding,
 // groups, bias, a ReLU epilogue and a symbolic batch.
 #include <catch2/catch.hpp>
@@ -48,6 +48,7 @@ Built build(const Case& k, std::mt19937& rng) {
   cp.padding = k.pad;
   cp.dilation = k.dil;
   cp.groups = k.groups;
+  cp.algorithm = "im2col";
   const std::string name = k.relu ? "conv" : "Y";
   const Tensor y = k.in.size() == 1   ? ops::conv1d(x, w, b, cp, name)
                    : k.in.size() == 2 ? ops::conv("conv2d", 2, x, w, b, cp, name)
@@ -58,6 +59,17 @@ Built build(const Case& k, std::mt19937& rng) {
   r.want = conv_reference({k.n, k.c, k.o, k.in, k.k, k.stride, k.pad, k.dil, k.groups, k.relu}, r.in.at("X"),
                           r.in.at("W"), k.bias ? &r.in.at("b") : nullptr);
   return r;
+}
+
+// A 3x3 convolution formulated as im2col + GEMM whatever its shape: the
+// copy and tile rules under test, not the op's choice of formulation.
+ops::ConvParams im2col_params(int stride, int dil) {
+  ops::ConvParams cp;
+  cp.stride = {stride, stride};
+  cp.padding = {dil, dil};
+  cp.dilation = {dil, dil};
+  cp.algorithm = "im2col";
+  return cp;
 }
 
 const Stage* find_op(const Program& p, const std::string& op) {
@@ -162,9 +174,11 @@ TEST_CASE("convolutions that gain nothing from im2col keep the guarded-read stag
     p.output(ops::conv2d(x, w, Tensor(), {2, 2}, {1, 1}, {1, 1}, 1, "Y"));
     return find_op(p, "im2col") != nullptr;
   };
-  CHECK(has_col(128, 97, 3, 1));
-  // Output channels that fill their vectors, over 96+ pixels: channels-last
+  // Output channels that fill their vectors (or half of them, beyond the
+  // window tile's weights), over 96+ pixels: channels-last
   // (test_conv_nchw_channels_last.cpp); over fewer, the copy.
+  CHECK_FALSE(has_col(128, 97, 3, 1));
+  CHECK(has_col(128, 97, 3, 1, 8));
   CHECK_FALSE(has_col(128, 128, 3, 1));
   CHECK(has_col(128, 128, 3, 1, 8));
   // A dense stride-1 k x k one with weights within 256 KB: the window tile
@@ -187,8 +201,8 @@ TEST_CASE("convolutions that gain nothing from im2col keep the guarded-read stag
   CHECK_FALSE(has_col(8, 16, 3, 1));
   CHECK_FALSE(has_col(8, 12, 3, 1));
   CHECK_FALSE(has_col(8, 9, 3, 1));
-  CHECK(has_col(512, 17, 3, 1));  // 313 KB of weights
-  CHECK(has_col(768, 11, 3, 1));
+  CHECK(has_col(512, 17, 3, 1, 8));  // 313 KB of weights (over 96+ pixels: channels-last)
+  CHECK(has_col(768, 11, 3, 1, 8));
   CHECK_FALSE(has_col(8, 5, 3, 1));  // under 6: the window tile's group is all of them
   CHECK(has_col(64, 64, 3, 2));
   CHECK(has_col(8, 17, 1, 1, 12));
@@ -199,14 +213,13 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
   Target t = parse_target("x86-64-sapphirerapids");
   t.cores = 2;
   const auto find_stage = [](const Program& p, const std::string& op) { return find_op(p, op); };
-  // A c -> o 3x3 convolution over [n, c, hw, hw] (padding = dilation) and its
-  // validated default schedule. 97 output channels (7 vectors, the last one
-  // 1/16 full) keep the copy; 128 or 256 would go channels-last.
+  // A c -> o 3x3 convolution over [n, c, hw, hw] (padding = dilation) as
+  // im2col + GEMM, and its validated default schedule.
   const auto conv3x3 = [&](const std::string& name, const Dim& n, int64_t c, int64_t hw, int stride,
                            int dil, int64_t o = 97) {
     Program p(name);
     const Tensor x = p.input("X", {n, Dim(c), Dim(hw), Dim(hw)}), w = p.input("W", {o, c, 3, 3});
-    p.output(ops::conv2d(x, w, Tensor(), {stride, stride}, {dil, dil}, {dil, dil}, 1, "Y"));
+    p.output(ops::conv("conv2d", 2, x, w, Tensor(), im2col_params(stride, dil), "Y"));
     const Schedule s = default_schedule(p, t);
     validate(p, s, &t);
     return std::pair{p, s};
@@ -295,8 +308,7 @@ TEST_CASE("copies per column tile: the register tile balances the column tiles o
   for (const Shape2 sh : {Shape2{128, 97, 56, 2}, Shape2{160, 53, 47, 1}, Shape2{80, 37, 73, 2}}) {
     Program p("balanced");
     const Tensor x = p.input("X", {1, sh.c, sh.hw, sh.hw}), w = p.input("W", {sh.o, sh.c, 3, 3});
-    p.output(ops::conv2d(x, w, Tensor(), {static_cast<int>(sh.stride), static_cast<int>(sh.stride)},
-                         {1, 1}, {1, 1}, 1, "Y"));
+    p.output(ops::conv("conv2d", 2, x, w, Tensor(), im2col_params(static_cast<int>(sh.stride), 1), "Y"));
     const Stage* col = find_op(p, "im2col");
     REQUIRE(col);
     const std::string gemm = p.consumers(col->name).at(0);
