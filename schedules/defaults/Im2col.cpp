@@ -19,8 +19,8 @@
 // at all (reshape_of_input). A copy made once takes the widest column tile of
 // whole vectors that the register file holds, since every column tile streams
 // the whole weight matrix once; copies per column tile, whose tiles are the
-// parallel loop, take the register tile of the most accumulators that leaves
-// the busiest core the least work (balance_columns).
+// parallel loop, take the register tile whose busiest core finishes first by
+// the contraction rule's cost (balance_columns).
 #include <algorithm>
 #include <numeric>
 
@@ -97,21 +97,20 @@ void widen_columns(const Stage& g, const Target& t, LoopSchedule& tile, StageSch
 }
 
 // Register tile of a GEMM whose column tiles are the parallel loop (the copy
-// made per column tile): among the tiles with the most accumulators the
-// register file holds next to their operands (6 or 8 rows, the contraction
-// rule's heights, x whole vectors), the one that leaves the busiest core the
-// least work, each core taking whole column tiles: rows computed (a narrower
-// last tile shifts inwards: ceil(rows / r) heights) times the busiest core's
-// columns (ceil(ceil(pixels / width) / cores) widths). Fewer accumulators cost
-// more per FMA: ResNet-50's strided 3x3 (128 rows, 784 pixels; loaded 2-core
-// Sapphire Rapids, 500 alternating calls) took 4.39 ms at 8 x 32 (16
-// accumulators, 102k elements computed), 4.18 at 6 x 64 (24, 110k), 4.06 at
-// 8 x 48 (24, 104k); 6 x 16 had been 3.6x slower than 6 x 32 (widen_columns).
-// Of the 24-accumulator tiles there, 6 x 64 makes 13 column tiles, 7 on one
-// core of 2 (448 columns of 132 rows against an even 392 of 128), 8 x 48
-// makes 17, 9 on the busiest (432 of 128): 6.5% less on the critical path.
-// DeepLab's dilated 3x3 (256 rows, 1089 pixels) keeps 8 x 48 (12 of 23).
-bool balance_columns(const Stage& g, const Target& t, Gemm& gm) {
+// made per column tile): the one whose busiest core finishes first by the
+// contraction rule's cost (register_tile_cost: each core takes whole column
+// tiles, a narrower last tile shifts inwards, every step bound by the FMA
+// pipes, the load ports and the FMA latency), over heights of 6 and 8 rows
+// and those balanced over their count of row tiles (25 output channels: 5
+// tiles of 5, not 5 of 6 that compute 30), at every width the registers
+// hold. The cost ranks the tiles measured on ResNet-50's strided 3x3 (128
+// rows, 784 pixels; loaded 2-core Sapphire Rapids, 500 alternating calls):
+// 8 x 32 4.39 ms, 6 x 64 4.18, 8 x 48 4.06 (6 x 16 had been 3.6x slower than
+// 6 x 32: widen_columns); DeepLab's dilated 3x3 (256 rows, 1089 pixels)
+// keeps 8 x 48. 2 threads, SPR VM, against the 6-row tile: 331 -> 25 1x1 at
+// 91x91 (5 x 80) 0.69 -> 0.62 ms, 231 -> 13 5x5 at 8x8 (7 x 48) 0.24 ->
+// 0.19, 356 -> 27 1x1 at 129x129 (7 x 48) 1.48 -> 1.44.
+bool balance_columns(const Program& p, const Stage& g, const Target& t, Gemm& gm) {
   const auto rc = tile_dims(g);
   const std::string row = g.vars[rc.first], colv = g.vars[rc.second];
   LoopSchedule& tile = *gm.tile;
@@ -125,19 +124,25 @@ bool balance_columns(const Stage& g, const Target& t, Gemm& gm) {
   const int64_t cores = std::max(t.cores, 1);
   if (rows < 0 || pixels < 0 || lanes < 1) return false;
   const auto tiles = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile; };
-  int64_t best_r = 0, best_v = 0, best_cost = -1;
-  // The heights measured here (the contraction rule's 12-row tiles, for
-  // outputs too narrow for wider ones, were not), or fewer rows than those.
-  for (const int64_t r : {rt->second[0], int64_t{6}, int64_t{8}}) {
-    if (r < 1 || r > rows || r > 8) continue;
-    const int64_t v = std::min<int64_t>({4, (regs - 1) / (r + 1), pixels / lanes});
-    if (v < 1) continue;
-    const int64_t w = v * lanes;
-    const int64_t cost = tiles(rows, r) * r * tiles(tiles(pixels, w), cores) * w;
-    if (best_cost < 0 || r * v > best_r * best_v || (r * v == best_r * best_v && cost < best_cost))
-      best_r = r, best_v = v, best_cost = cost;
+  // Heights: the contraction rule's, 6 and 8 (its 12-row tiles, for
+  // outputs too narrow for wider ones, were not measured here), each also
+  // balanced over its count of row tiles; every width the registers hold
+  // next to them.
+  std::vector<int64_t> heights;
+  for (const int64_t r0 : {rt->second[0], int64_t{6}, int64_t{8}}) {
+    if (r0 < 1 || r0 > 8) continue;
+    heights.push_back(std::min(r0, rows));
+    heights.push_back(tiles(rows, tiles(rows, r0)));
   }
-  if (best_cost < 0) return false;
+  const TileOperands ops = tile_operands(p, g, rc);
+  int64_t best_r = 0, best_v = 0;
+  double best = -1;
+  for (const int64_t r : heights)
+    for (int64_t v = 1; v <= std::min<int64_t>((regs - 1) / (r + 1), pixels / lanes); ++v) {
+      const double c = register_tile_cost(rows, pixels, r, v, lanes, cores, TileSharing::Tiles, ops, t).cycles;
+      if (best < 0 || c < best || (c == best && r * v > best_r * best_v)) best = c, best_r = r, best_v = v;
+    }
+  if (best < 0) return false;
   rt->second[0] = best_r;
   ct->second[0] = best_v * lanes;
   // A micro-kernel unrolled by tile (not fully) follows the new tile.
@@ -287,7 +292,7 @@ void im2col(const Program& p, const Stage& col, const Target& t, Schedule& s) {
     if (rows_outer(*gm.stage, t, gm)) std::erase_if(gm.ss->cache, reads_col);
     return;
   }
-  if (!gm.alone || !balance_columns(*gm.stage, t, gm))
+  if (!gm.alone || !balance_columns(p, *gm.stage, t, gm))
     widen_columns(*gm.stage, t, *gm.tile, *gm.ss);
   if (!gm.alone) return;
   // The GEMM packs each column tile's panel. Its source: the whole copy where

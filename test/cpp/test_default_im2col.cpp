@@ -11,11 +11,16 @@
 #include "dsl/ops/Ops.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
+#include "schedules/defaults/Rules.h"
 #include "test/cpp/ConvReference.h"
 #include "test/cpp/Helpers.h"
 
 using namespace pto;
 using namespace pto::test;
+using pto::defaults::register_tile_cost;
+using pto::defaults::tile_operands;
+using pto::defaults::TileOperands;
+using pto::defaults::TileSharing;
 
 namespace {
 
@@ -298,14 +303,15 @@ TEST_CASE("the im2col copy and its GEMM's tiles follow the copy's size against t
 TEST_CASE("copies per column tile: the register tile balances the column tiles over the cores",
           "[default][im2col][conv]") {
   // The GEMM's column tiles are its parallel loop; at every core count the
-  // register tile has the most accumulators that fit (6 or 8 rows x whole
-  // vectors, with a vector per column and a broadcast in registers too) and,
-  // among those, the busiest core's share (rows computed x its columns) is
-  // the least, at prime and odd pixel counts and channel counts.
+  // register tile fits the registers (with a vector per column and a
+  // broadcast) and its busiest core finishes no later, by the contraction
+  // rule's cost, than with the widest 6- or 8-row tiles, at prime and odd
+  // pixel counts and channel counts (25: 5-row tiles).
   struct Shape2 {
     int64_t c, o, hw, stride;
   };
-  for (const Shape2 sh : {Shape2{128, 97, 56, 2}, Shape2{160, 53, 47, 1}, Shape2{80, 37, 73, 2}}) {
+  for (const Shape2 sh :
+       {Shape2{128, 97, 56, 2}, Shape2{160, 53, 47, 1}, Shape2{80, 37, 73, 2}, Shape2{64, 25, 41, 1}}) {
     Program p("balanced");
     const Tensor x = p.input("X", {1, sh.c, sh.hw, sh.hw}), w = p.input("W", {sh.o, sh.c, 3, 3});
     p.output(ops::conv("conv2d", 2, x, w, Tensor(), im2col_params(static_cast<int>(sh.stride), 1), "Y"));
@@ -325,21 +331,21 @@ TEST_CASE("copies per column tile: the register tile balances the column tiles o
         REQUIRE(g.cache.size() == 1);
         REQUIRE(g.loops.parallel == std::vector<std::string>{"p_o"});
         const int64_t lanes = t.vector_lanes(DType::F32), regs = t.vector_registers;
-        const auto busiest = [&](int64_t r, int64_t wd) {
-          return (sh.o + r - 1) / r * r * (((pixels + wd - 1) / wd + cores - 1) / cores) * wd;
-        };
         const int64_t r = g.loops.tile.at("o").at(0), wd = g.loops.tile.at("p").at(0);
         CHECK(wd % lanes == 0);
-        int64_t most = 0, least = -1;
+        CHECK((r + 1) * (wd / lanes) + 1 <= regs);
+        // No slower by the contraction rule's cost than the widest 6- and
+        // 8-row tiles.
+        const TileOperands ops = tile_operands(p, p.stage(gemm), {1, 2});
+        const auto cost = [&](int64_t rr, int64_t v) {
+          return register_tile_cost(sh.o, pixels, rr, v, lanes, cores, TileSharing::Tiles, ops, t).cycles;
+        };
         for (int64_t rr : {6, 8}) {
           int64_t v = 0;
           while (v < 4 && (v + 1) * (rr + 1) + 1 <= regs && (v + 1) * lanes <= pixels) ++v;
           if (v == 0 || rr > sh.o) continue;
-          const int64_t c = busiest(rr, v * lanes);
-          if (rr * v > most || (rr * v == most && c < least)) most = rr * v, least = c;
+          CHECK(cost(r, wd / lanes) <= cost(rr, v));
         }
-        CHECK(r * (wd / lanes) == most);
-        CHECK(busiest(r, wd) == least);
       }
     }
   }
