@@ -66,6 +66,12 @@ bool goes_channels_last(int64_t c, int64_t o, int64_t hw, int64_t k, int stride 
   return channels_last(p) != nullptr;
 }
 
+bool p_has_concat(const Program& p) {
+  for (const Stage& st : p.stages())
+    if (st.op == "concat") return true;
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("which dense channels-first convolutions go channels-last", "[default][conv][nchw_cl]") {
@@ -206,4 +212,53 @@ TEST_CASE("the convolution's algorithm attribute picks its formulation", "[defau
   cp.algorithm = "im2col";
   CHECK_THROWS_WITH(ops::conv("conv2d", 2, p.input("Xh", {1, 9, 9, 8}), p.input("Wh", {8, 8, 3, 3}), Tensor(), cp),
                     Catch::Matchers::Contains("algorithm 'im2col' needs a channels-first layout; layout is NHWC"));
+}
+
+// A few groups (2-4) of 32+ channels each are that many dense convolutions
+// of their slices, concatenated; more groups or fewer channels keep the
+// grouped forms. Values against float64 at odd sizes, stride, bias.
+TEST_CASE("a few wide groups are split into dense convolutions", "[default][conv][nchw_cl]") {
+  const auto build_grouped = [](int64_t c, int64_t o, int64_t hw, int64_t k, int stride, int groups) {
+    Program p("grouped");
+    ops::ConvParams cp;
+    cp.stride = {stride, stride};
+    cp.padding = {static_cast<int>(k / 2), static_cast<int>(k / 2)};
+    cp.groups = groups;
+    p.output(ops::conv("conv2d", 2, p.input("X", {1, c, hw, hw}), p.input("W", {o, c / groups, k, k}),
+                       p.input("b", {o}), cp, "Y"));
+    return p;
+  };
+  const auto dense_parts = [](const Program& p) {
+    int n = 0;
+    for (const Stage& st : p.stages()) n += st.kind == OpKind::Convolution;
+    return n;
+  };
+  CHECK(dense_parts(build_grouped(64, 64, 20, 3, 1, 2)) == 2);
+  CHECK(p_has_concat(build_grouped(64, 64, 20, 3, 1, 2)));
+  CHECK_FALSE(p_has_concat(build_grouped(64, 64, 20, 3, 1, 4)));   // 16 channels a group
+  CHECK_FALSE(p_has_concat(build_grouped(320, 320, 20, 3, 1, 5)));  // 5 groups
+  std::mt19937 rng(67);
+  struct G {
+    int64_t c, o, hw, k;
+    int stride, groups;
+  };
+  for (const G g : {G{66, 96, 13, 3, 1, 2}, G{99, 99, 17, 5, 2, 3}, G{128, 160, 9, 1, 1, 4}}) {
+    INFO("C=" << g.c << " O=" << g.o << " " << g.hw << " k" << g.k << " s" << g.stride << " groups " << g.groups);
+    const Program p = build_grouped(g.c, g.o, g.hw, g.k, g.stride, g.groups);
+    REQUIRE(p_has_concat(p));
+    const std::map<std::string, HostTensor> in = {
+        {"X", random_tensor({1, g.c, g.hw, g.hw}, rng)},
+        {"W", random_tensor({g.o, g.c / g.groups, g.k, g.k}, rng)},
+        {"b", random_tensor({g.o}, rng)}};
+    const int pad = static_cast<int>(g.k / 2);
+    const HostTensor want =
+        conv_reference({1, g.c, g.o, {g.hw, g.hw}, {g.k, g.k}, {g.stride, g.stride}, {pad, pad}, {1, 1}, g.groups, false},
+                       in.at("X"), in.at("W"), &in.at("b"));
+    const double atol = 3e-5 * std::max(1.0, static_cast<double>(g.c / g.groups * g.k * g.k) / 576);
+    for (int cores : {1, 2}) {
+      Target t = host_target();
+      t.cores = cores;
+      CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5, atol) <= 1.0);
+    }
+  }
 }
