@@ -209,7 +209,8 @@ TEST_CASE("convolutions that gain nothing from im2col keep the guarded-read stag
   CHECK(has_col(512, 17, 3, 1, 8));  // 313 KB of weights (over 96+ pixels: channels-last)
   CHECK(has_col(768, 11, 3, 1, 8));
   CHECK_FALSE(has_col(8, 5, 3, 1));  // under 6: the window tile's group is all of them
-  CHECK(has_col(64, 64, 3, 2));
+  CHECK(has_col(160, 160, 3, 5));  // 5 groups of 32 (2-4 such groups: dense convolutions each)
+  CHECK_FALSE(has_col(64, 64, 3, 2));
   CHECK(has_col(8, 17, 1, 1, 12));
 }
 
