@@ -335,7 +335,8 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
     // 14x14) or lost (32 -> 16 at 112x112 0.07 -> 0.22).
     // Where the window tile would not take it (strided, or weights past
     // its L2 share), emptier vectors go too, padded with zero channels to
-    // whole blocks, down to half-full ones, from 8 input channels a tap:
+    // whole blocks, down to half-full ones, from 64 reduction steps per
+    // output (input channels x taps: 8 channels at 3x3):
     // the im2col GEMM they replace gathers its copy at a stride and tiles
     // few output channels poorly. Same machine, padded / im2col (oneDNN):
     // 270 -> 13 5x5 at 12x12 0.146 / 0.494 ms (0.144), 38 -> 15 7x7 stride 2
@@ -353,8 +354,15 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
       // 0.131 / 0.116 ms, 40 -> 15 5x5 at 60x60 0.42 / 0.36, 128 -> 14 at
       // 28x28 0.124 / 0.158.)
       const bool full_vectors = O >= 16 && 8 * O >= 7 * 16 * vectors;
-      const bool padded = !direct && C >= 8 && 2 * O >= 16 * vectors;
-      if ((full_vectors || padded) && pixels >= 96 && (!direct || C >= 32))
+      // The window tile's unrolled body holds 256 FMAs (Window.cpp), a
+      // single row of a few channels at 7x7 and up: those are no window
+      // cases (2 threads, channels-last / window: 8 -> 83 7x7 at 55x55 0.59 /
+      // 0.98 ms, oneDNN 0.78; 7 -> 20 at 54x54 0.169 / 0.204; 32 -> 24 at
+      // 28x28 0.21 / 0.32; 3 -> 64 at 64x64 0.25 / 0.33; 64 -> 100 at 14x14
+      // even).
+      const bool window = direct && taps < 49;
+      const bool padded = !window && C * taps >= 64 && 2 * O >= 16 * vectors;
+      if ((full_vectors || padded) && pixels >= 96 && (!window || C >= 32))
         return nchw_through_channels_last(p, out, x, w, b, stride, dilation, padding);
     }
     const bool whole_vectors = oshape.back().value % 16 == 0;

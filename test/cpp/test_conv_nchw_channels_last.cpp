@@ -90,7 +90,12 @@ TEST_CASE("which dense channels-first convolutions go channels-last", "[default]
   CHECK(goes_channels_last(270, 13, 12, 5));       // 351 KB of weights
   CHECK(goes_channels_last(64, 51, 40, 3, 2));
   CHECK_FALSE(goes_channels_last(64, 7, 40, 3, 2));  // 7 of 16 lanes
-  CHECK_FALSE(goes_channels_last(4, 10, 115, 3, 2));  // 4 input channels a tap
+  CHECK_FALSE(goes_channels_last(4, 10, 115, 3, 2));  // 36 steps per output
+  // 7x7 and larger: not the window tile's (one row of a few channels per
+  // unrolled body), padded too.
+  CHECK(goes_channels_last(8, 83, 55, 7));
+  CHECK(goes_channels_last(3, 64, 64, 7));
+  CHECK_FALSE(goes_channels_last(3, 64, 64, 5));
   CHECK_FALSE(goes_channels_last(512, 512, 7, 3));  // 49 pixels: the weights' reorder costs more
   CHECK_FALSE(goes_channels_last(16, 32, 32, 3));   // the window tile, 16 channels per tap
   CHECK_FALSE(goes_channels_last(64, 64, 20, 1));   // 1x1: no gain measured
@@ -109,6 +114,7 @@ TEST_CASE("dense channels-first convolutions computed channels-last match float6
       {1, 3, 32, 29, 31, 7, 2, 3, 1, true, true},        // a 3-channel stem
       {1, 32, 71, 13, 11, 3, 1, 1, 1, true, false},      // 16 does not divide 71: a padded block
       {1, 30, 13, 25, 23, 5, 2, 2, 1, true, true},       // one padded block, stride 2
+      {1, 5, 20, 17, 19, 7, 1, 3, 1, true, false},       // 7x7, 5 channels: past the window tile
       {3, 48, 32, 11, 13, 5, 1, 2, 1, false, true, true},  // 5x5, a symbolic batch
       {1, 64, 32, 12, 12, 3, 1, 0, 1, true, false},      // no padding
   };
