@@ -135,8 +135,8 @@ Tensor im2col_conv(Program p, const std::string& op, const std::string& out, int
 // computes one given NCHW tensors (reorders in, a direct convolution in its
 // blocked layout, a reorder out): the input transposed to NHWC, the OIHW
 // weights to [ceil(O/16), KH, KW, C, 16] blocks (the last padded with zero
-// channels where 16 does not divide O), conv2d_nhwc's implicit GEMM (output channels along the vectors, the default
-// rules of schedules/defaults/ChannelsLastConv.cpp), and its output (+ bias)
+// channels where 16 does not divide O), conv2d_nhwc's implicit GEMM (output channels along the
+// vectors, the default rules of schedules/defaults/ChannelsLastConv.cpp), and its output (+ bias)
 // transposed back. The transposes are data-movement stages the defaults make
 // once per call (Defaults.cpp): every tensor is an input, so the weights are
 // reordered on every call, as oneDNN's are when given them that way.
@@ -162,8 +162,8 @@ Tensor nchw_through_channels_last(Program p, const std::string& out, const Tenso
   Tensor bias = b;
   if (b.defined() && O % kBlock)
     bias = p.define(p.unique_name(out + "_b_padded"), {"o"}, {OB * kBlock},
-                    select(var("o") < static_cast<int>(O), b(min(var("o"), static_cast<int>(O - 1))),
-                           make_const(0, b.dtype())),
+                    select(var("o") < static_cast<int>(O),
+                           b(min(var("o"), static_cast<int>(O - 1))), make_const(0, b.dtype())),
                     OpKind::DataMovement, "pad");
   const Tensor y = conv2d_nhwc(xt, wt, bias, {stride[0], stride[1]}, {padding[0], padding[1]},
                                {dilation[0], dilation[1]}, p.unique_name(out + "_nhwc"));
@@ -188,15 +188,18 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
     throw DTypeError(op + ": input '" + x.name() + "' is " + std::string(to_string(x.dtype())) + " but weight '" +
                      w.name() + "' is " + std::string(to_string(w.dtype())));
   const std::string& algorithm = params.algorithm;
-  if (algorithm != "auto" && algorithm != "im2col" && algorithm != "channels_last" && algorithm != "direct")
+  if (algorithm != "auto" && algorithm != "im2col" && algorithm != "channels_last" &&
+      algorithm != "direct")
     throw DefinitionError(op + ": algorithm '" + algorithm +
                           "' is not one of auto, im2col, channels_last, direct");
   if ((algorithm == "im2col" || algorithm == "channels_last") && !first)
-    throw DefinitionError(op + ": algorithm '" + algorithm + "' needs a channels-first layout; layout is " +
-                          params.layout + " (use auto or direct)");
+    throw DefinitionError(op + ": algorithm '" + algorithm +
+                          "' needs a channels-first layout; layout is " + params.layout +
+                          " (use auto or direct)");
   if (algorithm == "channels_last" && (spatial != 2 || params.groups != 1))
-    throw DefinitionError(op + ": algorithm 'channels_last' needs a dense 2-D convolution (groups 1); this one is " +
-                          std::to_string(spatial) + "-D with groups " + std::to_string(params.groups));
+    throw DefinitionError(
+        op + ": algorithm 'channels_last' needs a dense 2-D convolution (groups 1); this one is " +
+        std::to_string(spatial) + "-D with groups " + std::to_string(params.groups));
   const auto stride = per_dim(op, "stride", params.stride, spatial, 1, 1);
   const auto dilation = per_dim(op, "dilation", params.dilation, spatial, 1, 1);
   const auto padding = per_dim(op, "padding", params.padding, spatial, 0, 0);
@@ -263,7 +266,8 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
   // / 0.47, 256 -> 512 1x1 in 2 at 14x14 0.170 / 0.195, 64 -> 128 in 2 at
   // 28x28 even; 16 channels a group lost (64 -> 64 in 4 at 56x56 0.31 /
   // 0.23), and so did many groups (77 -> 220 7x7 in 11, 130 -> 273 1x1 in 13).
-  if (first && algorithm == "auto" && spatial == 2 && groups >= 2 && groups <= 4 && Cg >= 32 && O / groups >= 32) {
+  if (first && algorithm == "auto" && spatial == 2 && groups >= 2 && groups <= 4 && Cg >= 32 &&
+      O / groups >= 32) {
     const int64_t og = O / groups;
     ConvParams dense = params;
     dense.groups = 1;
@@ -272,7 +276,8 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
       const std::string part = p.unique_name(out + "_group" + std::to_string(g));
       const Tensor xs = slice(x, {g * Cg}, {(g + 1) * Cg}, {1}, {}, part + "_x");
       const Tensor ws = slice(w, {g * og}, {(g + 1) * og}, {0}, {}, part + "_w");
-      const Tensor bs = b.defined() ? slice(b, {g * og}, {(g + 1) * og}, {0}, {}, part + "_b") : Tensor();
+      const Tensor bs =
+          b.defined() ? slice(b, {g * og}, {(g + 1) * og}, {0}, {}, part + "_b") : Tensor();
       parts.push_back(conv(op, spatial, xs, ws, bs, dense, part));
     }
     return concat(parts, 1, out);

@@ -22,9 +22,9 @@ Tensor opt(const Ins& in, size_t i) { return i < in.size() ? in[i] : Tensor(); }
 const json kNone = json::array();
 const std::vector<AttrSpec> kReduceAttrs = {{"axes", L, kNone}, {"keepdims", B, false}};
 const std::vector<AttrSpec> kScanAttrs = {{"axis", I, 0}, {"exclusive", B, false}, {"reverse", B, false}};
-const std::vector<AttrSpec> kConvAttrs = {
-    {"stride", L, kNone}, {"padding", L, kNone}, {"dilation", L, kNone}, {"groups", I, 1}, {"layout", S, "NCHW"},
-    {"algorithm", S, "auto"}};
+const std::vector<AttrSpec> kConvAttrs = {{"stride", L, kNone},   {"padding", L, kNone},
+                                          {"dilation", L, kNone}, {"groups", I, 1},
+                                          {"layout", S, "NCHW"},  {"algorithm", S, "auto"}};
 const std::vector<AttrSpec> kPoolAttrs = {{"kernel", L, nullptr, true}, {"stride", L, kNone}, {"padding", L, kNone}};
 std::vector<AttrSpec> with(std::vector<AttrSpec> a, const std::vector<AttrSpec>& more) {
   a.insert(a.end(), more.begin(), more.end());
@@ -33,9 +33,8 @@ std::vector<AttrSpec> with(std::vector<AttrSpec> a, const std::vector<AttrSpec>&
 
 std::vector<int> ints(const Attrs& a, const char* key) { return a.get<std::vector<int>>(key); }
 ConvParams conv_params(const Attrs& a) {
-  return {ints(a, "stride"),           ints(a, "padding"),
-          ints(a, "dilation"),         a.get<int>("groups"),
-          a.get<std::string>("layout"), a.get<std::string>("algorithm")};
+  return {ints(a, "stride"),    ints(a, "padding"),           ints(a, "dilation"),
+          a.get<int>("groups"), a.get<std::string>("layout"), a.get<std::string>("algorithm")};
 }
 PoolParams pool_params(const Attrs& a) {
   return {ints(a, "kernel"), ints(a, "stride"), ints(a, "padding"),

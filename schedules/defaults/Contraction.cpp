@@ -678,8 +678,8 @@ namespace {
 // so that each share's copy of W (K x columns) is at most a quarter of the
 // rows of A it streams. The most FMAs per step first: rows x
 // columns partials plus the rows' loaded vectors in the registers.
-bool column_blocks(const Stage& st, const std::string& row, int64_t m, int64_t cols, const Target& t,
-                   StageSchedule& ss) {
+bool column_blocks(const Stage& st, const std::string& row, int64_t m, int64_t cols,
+                   const Target& t, StageSchedule& ss) {
   if (!ss.rfactor || m <= 0) return false;
   for (int64_t b = std::min<int64_t>(m, t.vector_registers); b >= 2; --b) {
     if (m % b != 0 || b * (cols + 1) >= t.vector_registers) continue;

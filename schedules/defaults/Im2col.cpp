@@ -139,8 +139,10 @@ bool balance_columns(const Program& p, const Stage& g, const Target& t, Gemm& gm
   double best = -1;
   for (const int64_t r : heights)
     for (int64_t v = 1; v <= std::min<int64_t>((regs - 1) / (r + 1), pixels / lanes); ++v) {
-      const double c = register_tile_cost(rows, pixels, r, v, lanes, cores, TileSharing::Tiles, ops, t).cycles;
-      if (best < 0 || c < best || (c == best && r * v > best_r * best_v)) best = c, best_r = r, best_v = v;
+      const double c =
+          register_tile_cost(rows, pixels, r, v, lanes, cores, TileSharing::Tiles, ops, t).cycles;
+      if (best < 0 || c < best || (c == best && r * v > best_r * best_v))
+        best = c, best_r = r, best_v = v;
     }
   if (best < 0) return false;
   rt->second[0] = best_r;

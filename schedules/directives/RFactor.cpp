@@ -165,15 +165,18 @@ std::string interleave_problem(const Stage& st, const StageSchedule& ss) {
   // core's share of them (a guarded share would still compute whole blocks
   // past the last row, reading past the operands).
   const bool root = ss.compute.kind == Placement::Kind::Root;
-  if (rows && root && rows->tile >= 2 && rows->tile <= kMaxInterleave && rows->extent % rows->tile == 0 &&
+  if (rows && root && rows->tile >= 2 && rows->tile <= kMaxInterleave &&
+      rows->extent % rows->tile == 0 &&
       (rows->outer_tile == 0 ||
        (rows->outer_tile % rows->tile == 0 && rows->extent % rows->outer_tile == 0)) &&
       rows->inner > 0 && rows->tile * rows->inner <= kMaxInterleavePartials)
     return "";
-  return "stage '" + st.name + "': rfactor interleave needs the stage computed at root with its innermost "
+  return "stage '" + st.name +
+         "': rfactor interleave needs the stage computed at root with its innermost "
          "tiled pure dim static and tiled by a divisor of its extent from 2 to " +
          std::to_string(kMaxInterleave) +
-         " (the rows unrolled in each step; two levels: the outer tile a multiple of it that divides the "
+         " (the rows unrolled in each step; two levels: the outer tile a multiple of it that "
+         "divides the "
          "extent), the pure dims inside it static, and at most " +
          std::to_string(kMaxInterleavePartials) + " points (rows x inner points) per step; " +
          (rows ? "'" + rows->dim + "' (extent " + std::to_string(rows->extent) + ") is tiled by " +
