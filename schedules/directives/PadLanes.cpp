@@ -84,8 +84,10 @@ struct PadLanesDirective : NameField<&StageSchedule::pad_lanes> {
     std::optional<Halide::Func> h = c.helper();
     if (ss.pad_lanes.empty() || !h || !ss.update) return;
     const int w = ss.update->vector_width;
+    // Update.cpp vectorizes the init along it (rounded up); a second
+    // vectorize here split it again into w * w lanes, an init (and an
+    // accumulator row) of 256 floats for a 32-column tile.
     h->align_bounds(Halide::Var(ss.pad_lanes), w);
-    h->vectorize(Halide::Var(ss.pad_lanes), w, Halide::TailStrategy::RoundUp);
     // The packed copies (Halide returns the wrapper cache made) cover whole
     // vectors along the padded axes too: Halide bounds a copy made outside
     // the tile by the region the tile's consumer reads, and the rounded-up
