@@ -268,7 +268,14 @@ int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOpera
 // in 8 x 3 (oneDNN 0.31, 0.21). A column tile's panel of B (K x its columns)
 // that the L1 does not hold adds kL2PanelCycles a step: a 1x1 convolution's
 // GEMM, [256, 256] @ [256, 196], 12 x 2 (32 KiB panel) 0.25 ms, 6 x 4 (64
-// KiB; equal cycles without the term) 0.28. Each tile
+// KiB; equal cycles without the term) 0.28. A panel past half the L2 does
+// not stay there from one row tile to the next (the rows of the other operand
+// and the output share it): every row tile fetches it again from L3, a cycle
+// per vector a step (kL3LineCycles), so the wider tile pays for its wider
+// panel. [59, 7151] @ [7151, 102]: 12 x 2 (0.9 MiB panel) 0.46 ms, 6 x 4
+// (1.8 MiB) 0.59; [500, 5212] @ [5212, 577] 9.5 vs 10.3 (2 threads, the
+// Sapphire Rapids VM's 2 MiB L2); at 676-768 steps (panels of 0.1-0.2 MiB)
+// 8 x 3 stays 1.07x faster than 12 x 2. Each tile
 // also zeroes, and stores, its accumulators and enters its loops: about 64 + r
 // x v cycles, which matter where the reduction is short ([994, 15] @ [15,
 // 194]: 12 x 1 vectors, fewer columns computed, 0.037 ms; 6 x 4 0.029; equal
@@ -287,16 +294,19 @@ RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64
                                     int64_t cores, TileSharing sharing, const TileOperands& ops,
                                     const Target& t) {
   constexpr double kStreamedStepCycles = 24, kTileCycles = 64, kStepCycles = 2.5,
-                   kL2PanelCycles = 1;
+                   kL2PanelCycles = 1, kL3LineCycles = 1;
   // A symbolic or unknown reduction counts as long: the tile overhead vanishes.
   constexpr int64_t kLongReduction = 1 << 20;
   const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   const double steps = static_cast<double>(ops.steps > 0 ? ops.steps : kLongReduction);
-  const bool panel_in_l2 =
-      steps * static_cast<double>(v * lanes * 4) > static_cast<double>(t.l1_bytes);
+  const double panel_bytes = steps * static_cast<double>(v * lanes * 4);
+  const bool panel_in_l2 = panel_bytes > static_cast<double>(t.l1_bytes);
+  const bool panel_past_l2 = panel_bytes > static_cast<double>(t.l2_bytes) / 2;
   const double step =
       std::max({static_cast<double>(r * v) / 2, static_cast<double>(r + v) / 2, 4.0}) +
-      kStepCycles + (panel_in_l2 ? kL2PanelCycles : 0.0);
+      kStepCycles + (panel_past_l2    ? static_cast<double>(v) * kL3LineCycles
+                     : panel_in_l2 ? kL2PanelCycles
+                                   : 0.0);
   const bool streamed = ops.streamed < 0 || ops.streamed > t.l2_bytes;
   const double first = streamed ? std::max(step, kStreamedStepCycles) : step;
   const int64_t row_tiles = rows > 0 ? ceil_div(rows, r) : 1;

@@ -156,6 +156,27 @@ TEST_CASE("default contraction: the register tile with the fewest estimated cycl
   CHECK(r * c / lanes == 24);
 }
 
+TEST_CASE("default contraction: a column panel past half the L2 narrows the tile", "[defaults][contraction]") {
+  Target t = host_target();
+  if (t.vector_lanes(DType::F32) != 16 || t.vector_registers < 32) return;  // the AVX-512 tiles below
+  t.l2_bytes = 2 << 20;
+  t.cores = 2;
+  const auto tile = [&](int64_t m, int64_t k, int64_t n) {
+    const Schedule s = default_schedule(matmul_program(m, k, n, false), t);
+    const StageSchedule& ms = s.stages.at("matmul");
+    return std::pair{ms.loops.tile.at("i").back(), ms.loops.tile.at("j").back()};
+  };
+  // 7151 steps: a 4-vector panel is 1.8 MiB, refetched by every row tile;
+  // 12 x 2 vectors streams 0.9 MiB, which stays.
+  CHECK(tile(59, 7151, 102) == std::pair<int64_t, int64_t>{12, 32});
+  // The same columns over 768 steps: panels of 0.2 MiB stay either way.
+  CHECK(tile(59, 768, 102).second > 32);
+  std::mt19937 rng(7);
+  const Program p = matmul_program(59, 7151, 102, false);
+  const Kernel k(p, default_schedule(p, t), t);
+  CHECK(check(k, 59, 7151, 102, rng) <= 1.0);
+}
+
 TEST_CASE("default contraction: the cores take row blocks where B is no larger than A", "[defaults][contraction]") {
   // One block of whole row tiles per core, outermost and parallel, every
   // column tile inside it; the accumulators per row tile of a block.
