@@ -304,9 +304,10 @@ RegisterTileCost register_tile_cost(int64_t rows, int64_t cols, int64_t r, int64
   const bool panel_past_l2 = panel_bytes > static_cast<double>(t.l2_bytes) / 2;
   const double step =
       std::max({static_cast<double>(r * v) / 2, static_cast<double>(r + v) / 2, 4.0}) +
-      kStepCycles + (panel_past_l2    ? static_cast<double>(v) * kL3LineCycles
-                     : panel_in_l2 ? kL2PanelCycles
-                                   : 0.0);
+      kStepCycles +
+      (panel_past_l2 ? static_cast<double>(v) * kL3LineCycles
+       : panel_in_l2 ? kL2PanelCycles
+                     : 0.0);
   const bool streamed = ops.streamed < 0 || ops.streamed > t.l2_bytes;
   const double first = streamed ? std::max(step, kStreamedStepCycles) : step;
   const int64_t row_tiles = rows > 0 ? ceil_div(rows, r) : 1;

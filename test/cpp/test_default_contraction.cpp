@@ -156,9 +156,11 @@ TEST_CASE("default contraction: the register tile with the fewest estimated cycl
   CHECK(r * c / lanes == 24);
 }
 
-TEST_CASE("default contraction: a column panel past half the L2 narrows the tile", "[defaults][contraction]") {
+TEST_CASE("default contraction: a column panel past half the L2 narrows the tile",
+          "[defaults][contraction]") {
   Target t = host_target();
-  if (t.vector_lanes(DType::F32) != 16 || t.vector_registers < 32) return;  // the AVX-512 tiles below
+  if (t.vector_lanes(DType::F32) != 16 || t.vector_registers < 32)
+    return;  // the AVX-512 tiles below
   t.l2_bytes = 2 << 20;
   t.cores = 2;
   const auto tile = [&](int64_t m, int64_t k, int64_t n) {

@@ -133,7 +133,8 @@ TEST_CASE("pad_lanes: the accumulator holds whole vectors of the tile, initializ
       ++allocations;
       CHECK(std::stoll(m[2]) == 2 * lanes);  // the tile's columns in whole vectors
     }
-    for (auto it = std::sregex_iterator(line.begin(), line.end(), wide); it != std::sregex_iterator(); ++it)
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), wide);
+         it != std::sregex_iterator(); ++it)
       CHECK(std::stoi((*it)[1]) <= lanes);
   }
   CHECK(allocations > 0);
