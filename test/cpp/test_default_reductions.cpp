@@ -411,12 +411,29 @@ TEST_CASE("default reductions: short rows reduce a vector of rows at a time",
     const StageSchedule& ps = entry(p, s, "pool_sum");
     REQUIRE(ps.update);
     CHECK_FALSE(ps.update->vectorize.empty());
+    // Its 49 steps unrolled: the rows' loads staged as dense vectors, not gathers.
+    CHECK(ps.update->unroll.size() == 2);
+    for (const auto& [loop, factor] : ps.update->unroll) CHECK(factor == 0);
+  }
+  {
+    // A mean along a last dim of 28: unrolled; of 100 steps: a loop.
+    const auto unrolled = [](int64_t n) {
+      Program p("mean");
+      const Tensor m = ops::reduce_mean(p.input("X", {64, 300, n}), {2}, false, "m");
+      p.output(ops::mul(m, m, "y"));
+      const Schedule s = default_schedule(p, host_target());
+      const StageSchedule& ms = entry(p, s, "m_sum");
+      return ms.update && ms.update->unroll.count("r2") > 0;
+    };
+    CHECK(unrolled(28));
+    CHECK_FALSE(unrolled(100));
   }
   // Sums of 49 integers below 2^24 are exact in f32; the mean divides once (1 rounding).
   CHECK(worst(pool, {{1, 2048, 7, 7}, {2, 37, 3, 3}, {1, 16, 5, 7}, {1, 3, 2, 2}}, false, 1.2e-7,
               0) <= 1.0);
   CHECK(worst(rows, {{4096, 9}, {1000, 5}, {17, 3}, {33, 1}}, false, 1.2e-7, 0) <= 1.0);
   CHECK(worst(rows, {{4096, 9}, {17, 3}}, true, 1.2e-7, 0) <= 1.0);
+  CHECK(worst(rows, {{241, 28}, {97, 64}, {40, 63}}, false, 1.2e-7, 0) <= 1.0);
   // An output sum of short rows reduces a vector of rows into an accumulator
   // block (output_lanes_of_rows), exact; so does an output global max pool.
   const Build out = [](const Tensor& x) { return ops::reduce_sum(x, {1}, false, "rows"); };
