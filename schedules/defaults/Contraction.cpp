@@ -123,6 +123,16 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
     for (int64_t v = vmin; v <= max_vectors && v <= vmax; ++v) tiles.emplace_back(tr, v);
     if (max_vectors == 4 && 8 * 3 + 3 + 1 <= regs && rows >= 8 && vmin <= 3 && 3 <= vmax)
       tiles.emplace_back(8, 3);
+    // Padded columns past max_vectors: one tile of fewer rows over all of
+    // them (wide_tile_vectors). [3706, 550] @ [550, 77]: 5 x 5 vectors 0.90
+    // ms, 12 x 1 over 5 column tiles 1.45 (oneDNN 1.03); [598, 898] @ [898,
+    // 78] 0.30 -> 0.27; 13 x [161, 80] @ [80, 78] 0.104 -> 0.085. Over whole
+    // vectors such tiles were slower as often as faster (44 workloads: [8,
+    // 1457] @ [1457, 2042] 0.44 -> 0.57 ms in 4 x 6, the rows' B panel
+    // streamed twice), so only where they save the padding.
+    if (padded > max_vectors)
+      if (const int64_t r = (regs - 1 - padded) / padded; r >= kWideTileRows && rows >= r)
+        tiles.emplace_back(r, padded);
     if (rows > 0 && rows <= 12) {
       // One row: each loaded vector feeds one FMA, so only the accumulators,
       // the broadcast and a loaded vector need registers; three quarters of
@@ -594,7 +604,8 @@ bool padded_columns(const Program& p, const Stage& mm, const Target& t) {
   const int lanes = t.vector_lanes(DType::F32);
   const auto rc = tile_dims(mm);
   const int64_t cols = static_extent(mm.shape[rc.second]);
-  if (lanes <= 1 || cols <= 0 || cols % lanes == 0 || (cols + lanes - 1) / lanes > tile_vectors(t))
+  if (lanes <= 1 || cols <= 0 || cols % lanes == 0 ||
+      (cols + lanes - 1) / lanes > wide_tile_vectors(t))
     return false;
   if (cols < lanes) return true;
   // Past a vector, the alternative is column tiles of whole vectors, the
@@ -605,9 +616,10 @@ bool padded_columns(const Program& p, const Stage& mm, const Target& t) {
   // padded (oneDNN 0.037); over 60 columns two 2-vector tiles compute the 64
   // padding would, and [8, 100, 80] @ [8, 80, 60] took 0.027 ms in them,
   // 0.030 padded (2-thread Sapphire Rapids VM). The padded tile's copy-out is
-  // vectors too, its last shifted inwards (register_tile).
+  // vectors too, its last shifted inwards (register_tile). Up to
+  // wide_tile_vectors: 77 columns as 5 vectors in 5-row tiles.
   const int64_t padded = (cols + lanes - 1) / lanes * lanes;
-  for (int64_t v = 2; v * lanes <= cols && v <= tile_vectors(t); ++v)
+  for (int64_t v = 2; v * lanes <= cols && v <= wide_tile_vectors(t); ++v)
     if ((cols + v * lanes - 1) / (v * lanes) * v * lanes <= padded) return false;
   // With the rows as the parallel loop, B's panel (K x the padded columns) is
   // packed once, by one core, at memory speed, against each core's share of
@@ -625,6 +637,10 @@ bool padded_columns(const Program& p, const Stage& mm, const Target& t) {
 
 int64_t tile_vectors(const Target& t) {
   return std::clamp<int64_t>((t.vector_registers - 1) / (6 + 1), 1, 4);
+}
+
+int64_t wide_tile_vectors(const Target& t) {
+  return std::max(tile_vectors(t), (t.vector_registers - 1) / (kWideTileRows + 1));
 }
 
 // A contraction with no epilogue to be computed in (an output, or read by a

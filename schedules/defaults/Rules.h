@@ -101,13 +101,17 @@ std::string panel_loop(const Stage& mm, std::pair<size_t, size_t> rc, const Loop
 int64_t row_blocks(int64_t rows, int64_t tr, bool rows_parallel, const TileOperands& ops,
                    const Target& t);
 // Does contraction `mm` have a static column extent that is not whole vectors
-// and fits one register tile (tile_vectors), which the tile computes in
+// and fits one register tile (wide_tile_vectors), which the tile computes in
 // whole vectors (pad_lanes) into an accumulator tile of its own, its
 // operands packed?
 bool padded_columns(const Program& p, const Stage& mm, const Target& t);
 // The most vectors a register tile of 6 rows holds in the target's vector
 // registers (with one for the broadcast operand), at most 4.
 int64_t tile_vectors(const Target& t);
+// Wider tiles of fewer rows: at least kWideTileRows rows, as many vectors as
+// the registers then hold (5 x 5 and 4 x 6 on AVX-512's 32).
+inline constexpr int64_t kWideTileRows = 4;
+int64_t wide_tile_vectors(const Target& t);
 // The bytes of the operands `mm` reads without its row var (B of A @ B), or
 // with it (`with_row`: A); -1 where a size is symbolic.
 int64_t streamed_bytes(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc,

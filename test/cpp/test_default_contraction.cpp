@@ -107,7 +107,8 @@ TEST_CASE("default contraction matches float64 at odd, prime and size-1 extents"
   std::mt19937 rng(7);
   const std::vector<std::array<int64_t, 3>> sizes = {{257, 61, 333}, {131, 37, 128}, {7, 1, 97},
                                                      {1, 53, 160}, {97, 128, 113}, {6, 17, 65},
-                                                     {2000, 30, 17}, {25, 9, 33}};
+                                                     {2000, 30, 17}, {25, 9, 33}, {600, 40, 77},
+                                                     {300, 21, 93}};
   for (const auto& [m, k, n] : sizes) {
     INFO(m << "x" << k << "x" << n);
     const Program p = matmul_program(m, k, n, false);
@@ -143,6 +144,9 @@ TEST_CASE("default contraction: the register tile with the fewest estimated cycl
   // (padded_columns), 12 rows, whose 24 accumulator chains keep the FMA
   // pipes busy; not two 1-vector column tiles, the second shifted inwards.
   CHECK(tile(2000, 300, 17) == std::pair<int64_t, int64_t>{12, 17});
+  // 77 columns: past 4 vectors, one tile of 5 padded ones over 5 rows (25
+  // accumulators), not 12 x 1 over 5 column tiles.
+  CHECK(tile(3706, 550, 77) == std::pair<int64_t, int64_t>{5, 77});
   // Fewer rows than a tile: all of them, at the widest tile the registers
   // hold that still gives each core work: one row streams B in 24-vector
   // pieces, 4 rows in 6-vector ones.
