@@ -414,5 +414,18 @@ TEST_CASE("a 1x1 stride-1 convolution reads its input in place; rows of shifted 
       CHECK(cs.loops.unroll.count("p_i") == (row <= 64 ? 1u : 0u));
       matches(b);
     }
+    // 3x3 stride 2 from 27x27 in 17 groups (rows of 14, narrower than a
+    // vector): half vectors, the second shifted, unrolled; from 13x13 (rows
+    // of 7): 4 lanes.
+    for (const int64_t hw : {27, 13}) {
+      const Built b =
+          build({1, 102, 782, {hw, hw}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 17, true, false}, rng);
+      const StageSchedule cs = col_schedule(b);
+      const int64_t row = (hw + 1) / 2;
+      REQUIRE(cs.compute.kind == Placement::Kind::Root);
+      CHECK(cs.loops.tile.at("p") == std::vector<int64_t>{row});
+      CHECK(cs.loops.vector_width == (row >= 8 ? 8 : 4));
+      matches(b);
+    }
   }
 }
