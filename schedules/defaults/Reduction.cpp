@@ -327,6 +327,19 @@ void along_reduced(const Stage& st, const RVar& rv, const Target& t, bool output
   }
 }
 
+// A vector of rows loads each step's element of `lanes` rows a row apart: a
+// gather. With every step of a static row of at most kMaxUnrolledRow steps
+// unrolled, Halide sees the loads at consecutive offsets of one stride
+// together and makes them dense vector loads and shuffles (its strided-load
+// staging). A mean over [2436, 241, 28] along its 28 (65 MB, 2 threads):
+// 3.85 -> 2.67 ms (ONNX Runtime 1.74); a global pool of 2048 7 x 7 maps and a
+// max over [100000, 7] unchanged.
+constexpr int64_t kMaxUnrolledRow = 64;
+void unroll_short_rows(const Stage& st, LoopSchedule& up) {
+  if (reduction_steps(st) > kMaxUnrolledRow) return;  // symbolic counts as large
+  for (const RVar& r : st.rvars) up.unroll[r.name] = 0;
+}
+
 // Rows too short for lanes of partials (ResNet's global average pool: 2048
 // rows of 7 x 7) reduce a vector of rows at a time: the innermost kept dim
 // split into vectors of lanes, inside the reduction loops, so that each step
@@ -339,24 +352,6 @@ void along_reduced(const Stage& st, const RVar& rv, const Target& t, bool output
 // With min_block, a parallel block of rows of c that holds no whole number of
 // vectors (a symbolic row count's 4 rows) grows to at least min_block rows,
 // whole vectors of them. Returns whether it applied.
-// A vector of rows loads each step's element of `lanes` rows a row apart: a
-// gather. With every step of a static row of at most kMaxUnrolledRow steps
-// unrolled, Halide sees the loads at consecutive offsets of one stride
-// together and makes them dense vector loads and shuffles (its strided-load
-// staging). A mean over [2436, 241, 28] along its 28 (65 MB, 2 threads):
-// 3.85 -> 2.67 ms (ONNX Runtime 1.74); a global pool of 2048 7 x 7 maps and a
-// max over [100000, 7] unchanged.
-constexpr int64_t kMaxUnrolledRow = 64;
-void unroll_short_rows(const Stage& st, LoopSchedule& up) {
-  int64_t steps = 1;
-  for (const RVar& r : st.rvars) {
-    const int64_t x = static_extent(r.extent);
-    steps = x < 0 ? int64_t{1} << 20 : std::min<int64_t>(steps * x, int64_t{1} << 20);
-  }
-  if (steps <= kMaxUnrolledRow)
-    for (const RVar& r : st.rvars) up.unroll[r.name] = 0;
-}
-
 bool lanes_of_rows(const Stage& st, const Target& t, LoopSchedule& up, int64_t min_block) {
   const int lanes = t.vector_lanes(accumulator_type(st));
   if (lanes < 2) return false;

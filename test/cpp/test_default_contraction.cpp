@@ -105,10 +105,9 @@ TEST_CASE("default contraction: a batch too small to share runs inside the paral
 
 TEST_CASE("default contraction matches float64 at odd, prime and size-1 extents", "[defaults][contraction]") {
   std::mt19937 rng(7);
-  const std::vector<std::array<int64_t, 3>> sizes = {{257, 61, 333}, {131, 37, 128}, {7, 1, 97},
-                                                     {1, 53, 160}, {97, 128, 113}, {6, 17, 65},
-                                                     {2000, 30, 17}, {25, 9, 33}, {600, 40, 77},
-                                                     {300, 21, 93}};
+  const std::vector<std::array<int64_t, 3>> sizes = {
+      {257, 61, 333}, {131, 37, 128}, {7, 1, 97},  {1, 53, 160},  {97, 128, 113},
+      {6, 17, 65},    {2000, 30, 17}, {25, 9, 33}, {600, 40, 77}, {300, 21, 93}};
   for (const auto& [m, k, n] : sizes) {
     INFO(m << "x" << k << "x" << n);
     const Program p = matmul_program(m, k, n, false);
