@@ -4,20 +4,16 @@
 // odd, prime and size-1 extents, with padding, and with a symbolic batch; the
 // rule's structure (one vector of width per tile, the taps unrolled, output
 // channels split across cores) and validity on several targets.
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
-#include <filesystem>
-#include <fstream>
 #include <regex>
 
-#include "backends/Lower.h"
 #include "dsl/ops/Ops.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
 #include "test/cpp/ConvReference.h"
 #include "test/cpp/Helpers.h"
+#include "test/cpp/LoweredStatement.h"
 
 using namespace pto;
 using namespace pto::test;
@@ -421,18 +417,10 @@ TEST_CASE("a max pool's accumulator starts from vector stores as its update read
   const Schedule s = default_schedule(p, t);
   const Stage& w = window_of(p);
   REQUIRE(!s.find(w.name)->accumulator_at.empty());
-  LoweredPipeline lp = lower(p, s, t);
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("pto-test-" + std::to_string(getpid()) + "-maxpool_init.stmt"))
-                               .string();
-  lp.pipeline.compile_to_lowered_stmt(path, lp.arguments(), Halide::StmtOutputFormat::Text,
-                                      lp.target);
-  std::ifstream f(path);
-  std::filesystem::remove(path);  // the open stream keeps it readable
   // Halide numbers a Func name it has seen before in the process (acc$2).
   const std::regex store(w.name + R"(__acc(\$[0-9]+)?\[.*inf)");
   int vector_inits = 0, scalar_inits = 0;
-  for (std::string line; std::getline(f, line);) {
+  for (const std::string& line : lowered_statement(p, s, t)) {
     if (!std::regex_search(line, store)) continue;
     INFO(line);
     (line.find("ramp(") != std::string::npos ? vector_inits : scalar_inits) += 1;

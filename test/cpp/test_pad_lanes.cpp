@@ -3,19 +3,15 @@
 // extent. Numbers against float64 at extents under, past and between
 // vectors; the checks name the stage, the directive, the value and what is
 // valid; JSON round trip; explain; the accumulator's size and init vectors.
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
-#include <filesystem>
-#include <fstream>
 #include <regex>
 
 #include "Helpers.h"
-#include "backends/Lower.h"
 #include "dsl/ops/Ops.h"
 #include "schedules/Explain.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
+#include "test/cpp/LoweredStatement.h"
 
 using namespace pto;
 using namespace pto::test;
@@ -115,18 +111,10 @@ TEST_CASE("pad_lanes: the accumulator holds whole vectors of the tile, initializ
   const Program p = matmul_program(40, 12, n);
   Schedule s = padded(lanes, n);
   s["mm"].loops.tile["j"] = {n};
-  LoweredPipeline lp = lower(p, s, t);
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("pto-test-" + std::to_string(getpid()) + "-pad_lanes_init.stmt"))
-                               .string();
-  lp.pipeline.compile_to_lowered_stmt(path, lp.arguments(), Halide::StmtOutputFormat::Text,
-                                      lp.target);
-  std::ifstream f(path);
-  std::filesystem::remove(path);  // the open stream keeps it readable
   const std::regex alloc(R"(allocate mm__acc(\$[0-9]+)?\[float32 \* ([0-9]+) \*)");
   const std::regex wide(R"(ramp\([^()]*, 1, ([0-9]+)\))");
   int allocations = 0;
-  for (std::string line; std::getline(f, line);) {
+  for (const std::string& line : lowered_statement(p, s, t)) {
     INFO(line);
     std::smatch m;
     if (std::regex_search(line, m, alloc)) {
