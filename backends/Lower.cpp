@@ -1,4 +1,5 @@
 #include "backends/Lower.h"
+#include "backends/StoreIn.h"
 
 #include <algorithm>
 #include <limits>
@@ -280,6 +281,11 @@ class Lowering {
     std::vector<Halide::Func> outs;
     for (const std::string& o : out.outputs) outs.push_back(output_func(o));
     out.pipeline = Halide::Pipeline(outs);
+    if (!o_.for_autoscheduler && s_.options.opt_level != 0)
+      for (const auto& [name, ss] : s_.stages)
+        if (!ss.store_in.empty())
+          out.pipeline.add_custom_lowering_pass(make_store_in_pass(
+              funcs_.at(name).name(), funcs_.at(ss.store_in).name(), ss.compute.loop));
     out.funcs = funcs_;
     return out;
   }

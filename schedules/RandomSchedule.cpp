@@ -14,6 +14,7 @@
 #include "schedules/directives/DotPairs.h"
 #include "schedules/directives/Placement.h"
 #include "schedules/directives/RFactor.h"
+#include "schedules/directives/StoreIn.h"
 
 namespace pto {
 namespace {
@@ -216,6 +217,10 @@ class Drawer {
         const auto loops = loop_nest(st, st.reduce && ss.update ? *ss.update : ss.loops, st.reduce.has_value());
         if (!ins.empty() && !loops.empty())
           ss.pipeline.prefetch.push_back({pick(ins), pick(loops).name, static_cast<int>(1 + index(3))});
+      }
+      if (at && !st.reduce && coin(0.3)) {  // stored in its consumer, rewritten there in place
+        s.stages[st.name] = ss;
+        if (directives::store_in_problem(p_, s, st, ss.compute.stage).empty()) ss.store_in = ss.compute.stage;
       }
     }
     s.stages[st.name] = ss;

@@ -200,6 +200,11 @@ struct StageSchedule {
   // Computed in one loop with the reduction that reads it (ComputeWith
   // above), which then owns the loops of both. Unset: computed on its own.
   std::optional<ComputeWith> compute_with;
+  // Store the stage in the buffer of this consumer (computed at root, reading
+  // it pointwise) instead of its own: each value is written where the
+  // consumer's value for the same point goes, and the consumer rewrites it in
+  // place (directives/StoreIn.h). Empty: its own storage.
+  std::string store_in;
   Precision precision;
   Pipelining pipeline;
   std::string device = "cpu";        // cpu | cuda | opencl

@@ -86,6 +86,11 @@ void specialize_symbolic(const Program& p, Schedule& s) {
     if (!ss || ss->compute.kind != Placement::Kind::Root || ss->device != "cpu" ||
         !ss->pipeline.prefetch.empty() || ss->online_softmax)
       continue;
+    // A stage another is stored in rewrites its points in place, so its
+    // tails must not shift (directives/StoreIn.h).
+    if (std::any_of(s.stages.begin(), s.stages.end(),
+                    [&](const auto& e) { return e.second.store_in == st.name; }))
+      continue;
     if (!directives::specialize_bounds(st, ss->loops).empty()) ss->specialize = true;
   }
 }

@@ -11,6 +11,7 @@
 #include "schedules/defaults/Rules.h"
 #include "schedules/directives/ComputeWith.h"
 #include "schedules/directives/RFactor.h"
+#include "schedules/directives/StoreIn.h"
 
 namespace pto::defaults {
 
@@ -221,6 +222,18 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
       ss.loops.vector_width = w;
     }
     if (values) compute_with_statistic(p, *st, t, s);
+    // Row values that y reads at its own point are written into y's row and
+    // rewritten there (StoreIn.h): the output's write misses then come in the
+    // pass that computes the values, and the L1 holds two rows, not three.
+    // Static rows from kInPlaceRowBytes (a symbolic row keeps its
+    // specialized version, whose last vector shifts inwards; a symbolic row
+    // count gives up only the guard of its last block of rows).
+    if (values && !short_rows && len > 0 && len * bytes(y.dtype) >= kInPlaceRowBytes) {
+      StageSchedule e = s[st->name];
+      e.store_in = y.name;
+      if (directives::accepts(directives::store_in_directive(), p, s, &t, *st, e))
+        s[st->name] = e;
+    }
     at_row.insert(st->name);
   }
 }

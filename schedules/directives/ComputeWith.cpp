@@ -61,6 +61,7 @@ StageSchedule fused_part(const StageSchedule& ss) {
   only.store = ss.store;
   only.precision = ss.precision;
   only.compute_with = ss.compute_with;
+  only.store_in = ss.store_in;
   return only;
 }
 
@@ -97,7 +98,7 @@ struct ComputeWithDirective : Directive {
                           "compute it at root or at a loop of a consumer");
     if (!(fused_part(c.ss) == c.ss))
       throw ScheduleError(where + " schedules the fused loop itself, so the stage's entry holds only compute, "
-                                  "store, precision and compute_with (no loops, cache, pipeline, specialize or device)");
+                                  "store, store_in, precision and compute_with (no loops, cache, pipeline, specialize or device)");
     const StageSchedule* rs = c.schedule.find(red.name);
     if (!rs || !(fused_part(*rs) == *rs) || rs->compute != c.ss.compute)
       throw ScheduleError(where + " runs '" + red.name + "' in the same loop, so '" + red.name +

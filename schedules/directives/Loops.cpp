@@ -385,8 +385,14 @@ struct LoopsDirective : Directive {
 
   void apply(ApplyContext& c) const override {
     const StageSchedule& ss = c.schedule();
-    apply_loops(c.stage(), c.func(), ss.loops, false, ss.compute.kind == Placement::Kind::Root,
-                false, &c);
+    // A stage that another is stored in rewrites its points in place: its
+    // tails are guarded, never shifted over points already rewritten.
+    bool holds = false;
+    for (const Stage& st : c.program().stages())
+      if (const StageSchedule* o = c.schedule_of(st.name); o && o->store_in == c.stage().name)
+        holds = true;
+    apply_loops(c.stage(), c.func(), ss.loops, false,
+                ss.compute.kind == Placement::Kind::Root && !holds, false, &c);
   }
 
  protected:

@@ -19,6 +19,7 @@
 #include "schedules/directives/RFactor.h"
 #include "schedules/directives/SkipPadding.h"
 #include "schedules/directives/Specialize.h"
+#include "schedules/directives/StoreIn.h"
 #include "schedules/directives/Update.h"
 
 namespace pto::directives {
@@ -40,6 +41,7 @@ const std::vector<const Directive*>& directives() {
       &rfactor_directive(),
       &online_softmax_directive(),
       &compute_with_directive(),
+      &store_in_directive(),
       &pipeline_directive(),
       &device_directive(),
   };

@@ -42,6 +42,7 @@ StageSchedule bad_value(std::string_view directive, const Stage& st) {
   if (directive == "specialize") ss.specialize = true;  // nothing tiled to specialize
   if (directive == "online_softmax") ss.online_softmax = OnlineSoftmax{0, 64};
   if (directive == "compute_with") ss.compute_with = ComputeWith{"no_such_stage", 16};
+  if (directive == "store_in") ss.store_in = "no_such_stage";
   return ss;
 }
 
