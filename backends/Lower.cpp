@@ -1,5 +1,4 @@
 #include "backends/Lower.h"
-#include "backends/StoreIn.h"
 
 #include <algorithm>
 #include <limits>
@@ -7,6 +6,7 @@
 
 #include "backends/Exp.h"
 #include "backends/OnlineSoftmax.h"
+#include "backends/StoreIn.h"
 #include "dsl/Analysis.h"
 #include "dsl/IRVisitor.h"
 #include "schedules/LoopNest.h"

@@ -82,8 +82,7 @@ class Survey : public IRVisitor {
 // The stage's loads and stores as the consumer's, `offset` further on.
 class Move : public IRMutator {
  public:
-  Move(const std::string& stage, const std::string& consumer, Expr offset,
-       Halide::Parameter param)
+  Move(const std::string& stage, const std::string& consumer, Expr offset, Halide::Parameter param)
       : stage_(stage), consumer_(consumer), offset_(std::move(offset)), param_(std::move(param)) {}
 
  private:

@@ -220,7 +220,8 @@ class Drawer {
       }
       if (at && !st.reduce && coin(0.3)) {  // stored in its consumer, rewritten there in place
         s.stages[st.name] = ss;
-        if (directives::store_in_problem(p_, s, st, ss.compute.stage).empty()) ss.store_in = ss.compute.stage;
+        if (directives::store_in_problem(p_, s, st, ss.compute.stage).empty())
+          ss.store_in = ss.compute.stage;
       }
     }
     s.stages[st.name] = ss;

@@ -231,8 +231,7 @@ void rowwise(const Program& p, const Stage& y, const Target& t, Schedule& s) {
     if (values && !short_rows && len > 0 && len * bytes(y.dtype) >= kInPlaceRowBytes) {
       StageSchedule e = s[st->name];
       e.store_in = y.name;
-      if (directives::accepts(directives::store_in_directive(), p, s, &t, *st, e))
-        s[st->name] = e;
+      if (directives::accepts(directives::store_in_directive(), p, s, &t, *st, e)) s[st->name] = e;
     }
     at_row.insert(st->name);
   }

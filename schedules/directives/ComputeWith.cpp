@@ -97,8 +97,11 @@ struct ComputeWithDirective : Directive {
       throw ScheduleError(where + " stores '" + c.stage.name + "' as the row is summed; it cannot be inline: "
                           "compute it at root or at a loop of a consumer");
     if (!(fused_part(c.ss) == c.ss))
-      throw ScheduleError(where + " schedules the fused loop itself, so the stage's entry holds only compute, "
-                                  "store, store_in, precision and compute_with (no loops, cache, pipeline, specialize or device)");
+      throw ScheduleError(
+          where +
+          " schedules the fused loop itself, so the stage's entry holds only compute, "
+          "store, store_in, precision and compute_with (no loops, cache, pipeline, specialize or "
+          "device)");
     const StageSchedule* rs = c.schedule.find(red.name);
     if (!rs || !(fused_part(*rs) == *rs) || rs->compute != c.ss.compute)
       throw ScheduleError(where + " runs '" + red.name + "' in the same loop, so '" + red.name +

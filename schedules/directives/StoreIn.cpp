@@ -11,7 +11,9 @@ namespace pto::directives {
 
 namespace {
 
-bool at_root(const StageSchedule* ss) { return !ss || ss->compute.kind == Placement::Kind::Root; }
+bool at_root(const StageSchedule* ss) {
+  return !ss || ss->compute.kind == Placement::Kind::Root;
+}
 
 // The index of `st` read by a statistic `d` of the rows it is computed per:
 // `d`'s vars are the consumer's `vars` without the one at `k`, and it reduces
@@ -128,6 +130,8 @@ struct StoreInDirective : Directive {
 
 }  // namespace
 
-const Directive& store_in_directive() { return instance<StoreInDirective>(); }
+const Directive& store_in_directive() {
+  return instance<StoreInDirective>();
+}
 
 }  // namespace pto::directives

@@ -4,8 +4,8 @@
 // vector and last block of rows are partial (where a shifted tail would
 // rewrite points twice); the lowered statement shows the stage's own buffer
 // gone; the error cases name the stages and what is valid.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "Helpers.h"
@@ -27,8 +27,8 @@ Program normalized(int64_t rows, int64_t n) {
   const Tensor x = p.input("X", {rows, n});
   const Tensor e = p.define("E", {"i", "j"}, {rows, n}, unary(UnOp::Exp, x(var("i"), var("j"))),
                             OpKind::Elementwise, "exp");
-  const Tensor s = p.define_reduce("S", {"i"}, {rows}, ReduceOp::Sum, {{"r", Dim(n)}},
-                                   e(var("i"), var("r")));
+  const Tensor s =
+      p.define_reduce("S", {"i"}, {rows}, ReduceOp::Sum, {{"r", Dim(n)}}, e(var("i"), var("r")));
   p.output(p.define("Y", {"i", "j"}, {rows, n}, e(var("i"), var("j")) / s(var("i")),
                     OpKind::Elementwise, "div"));
   return p;
@@ -61,7 +61,8 @@ bool allocates(const std::vector<std::string>& stmt, const std::string& buffer) 
 
 }  // namespace
 
-TEST_CASE("store_in: rows written into the consumer and scaled in place match float64", "[store_in]") {
+TEST_CASE("store_in: rows written into the consumer and scaled in place match float64",
+          "[store_in]") {
   std::mt19937 rng(31);
   // Rows of whole vectors and not; blocks of rows that divide them and not
   // (the last block guarded, never computed by two cores).
@@ -118,7 +119,8 @@ TEST_CASE("store_in: the softmax default writes long rows in place", "[store_in]
   CHECK(!stored(300, 22));  // rows under 2 vectors, a vector of rows per step
 }
 
-TEST_CASE("store_in: validation errors name the stages, the value and what is valid", "[store_in][errors]") {
+TEST_CASE("store_in: validation errors name the stages, the value and what is valid",
+          "[store_in][errors]") {
   const Target& t = host_target();
   const Program p = normalized(6, 100);
   auto fails = [&](const Program& prog, const Schedule& s, const std::string& text) {
@@ -149,8 +151,8 @@ TEST_CASE("store_in: validation errors name the stages, the value and what is va
   const Tensor x = q.input("X", {6, 100});
   const Tensor e = q.define("E", {"i", "j"}, {6, 100}, unary(UnOp::Exp, x(var("i"), var("j"))),
                             OpKind::Elementwise, "exp");
-  const Tensor sum = q.define_reduce("S", {"i"}, {6}, ReduceOp::Sum, {{"r", Dim(100)}},
-                                     e(var("i"), var("r")));
+  const Tensor sum =
+      q.define_reduce("S", {"i"}, {6}, ReduceOp::Sum, {{"r", Dim(100)}}, e(var("i"), var("r")));
   q.output(q.define("Y", {"i", "j"}, {6, 100},
                     e(var("i"), var("j")) / sum(var("i")) + e(var("i"), Expr(0)),
                     OpKind::Elementwise, "div"));
