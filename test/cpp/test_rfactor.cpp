@@ -7,6 +7,7 @@
 #include "Helpers.h"
 #include "SpaceSamples.h"
 #include "autotuner/SearchSpace.h"
+#include "dsl/ops/Ops.h"
 #include "target/Target.h"
 #include "dsl/Workloads.h"
 #include "schedules/Explain.h"
@@ -151,6 +152,25 @@ TEST_CASE("rfactor: softmax and layer_norm defaults use it and match float64", "
     // to O(1) outputs, 768 * 2^-24 = 4.6e-5 bounds the sums' reassociation.
     CHECK(check(p, s, in, 1e-4, 1e-5) <= 1.0);
     CHECK_THAT(explain(p, s, &t), Contains("rfactor of r by 128") && Contains("vectorized x128"));
+  }
+}
+
+TEST_CASE("rfactor: a sum that evaluates exp inline keeps at most 4 vectors of partials", "[rfactor]") {
+  const Target t = parse_target("host");
+  const int lanes = t.vector_lanes(DType::F32);
+  std::mt19937 rng(14);
+  for (const int64_t n : {1029, 8142}) {
+    INFO("log_softmax over " << n);
+    Program p("lsm");
+    p.output(ops::log_softmax(p.input("X", {Dim(5), Dim(n)}), -1, "y"));
+    const Schedule s = default_schedule(p, t);
+    REQUIRE(s.find("y_sum"));
+    REQUIRE(s.find("y_sum")->rfactor);
+    CHECK(s.find("y_sum")->rfactor->factor == 4 * lanes);  // exp inline: 8 vectors would spill
+    CHECK(s.find("y_max")->rfactor->factor == 8 * lanes);  // a plain max keeps 8
+    // f32 exp and a reassociated sum of n terms (n 2^-24 relative) inside a
+    // log, against outputs of magnitude log(n) + |x - max|.
+    CHECK(check(p, s, {{"X", random_tensor({5, n}, rng, -4, 4)}}, 1e-5, static_cast<double>(n) * 6e-8) <= 1.0);
   }
 }
 
