@@ -4,6 +4,7 @@
 
 #include "dsl/Error.h"
 #include "schedules/directives/Json.h"
+#include "schedules/directives/RFactor.h"
 #include "schedules/directives/SkipPadding.h"
 
 namespace pto {
@@ -50,9 +51,13 @@ std::string to_string(const Placement& p) {
 
 namespace directives {
 
-const LoopSchedule& last_definition_loops(const Stage& c, const StageSchedule* cs) {
-  static const LoopSchedule none;
-  return !cs ? none : c.reduce ? (cs->update ? *cs->update : none) : cs->loops;
+LoopSchedule last_definition_loops(const Stage& c, const StageSchedule* cs) {
+  if (!cs) return {};
+  if (!c.reduce) return cs->loops;
+  // Under rfactor the update runs the pure definition's tiles and parallel
+  // loops (a producer computed at its parallel loop runs on every core).
+  if (cs->rfactor) return cs->rfactor->parallel ? LoopSchedule{} : update_pure_loops(cs->loops);
+  return cs->update ? *cs->update : LoopSchedule{};
 }
 
 std::vector<Loop> placement_loops(const Stage& c, const StageSchedule* cs) {
@@ -124,7 +129,7 @@ std::vector<Enclosing> enclosing_loops(const Program& p, const Schedule& s,
       if (split) r.push_back({stage, l.name + " (pure, vector lanes)", true});
     }
   }
-  const LoopSchedule& ls = last_definition_loops(c, cs);
+  const LoopSchedule ls = last_definition_loops(c, cs);
   for (const Loop& l : placement_loops(c, cs)) {
     bool split = false;
     r.push_back({stage, l.name, concurrent(ls, l, split)});

@@ -22,6 +22,6 @@ std::set<std::string> effective_consumers(const Program& p, const Schedule& s,
 // where a reduction reads its inputs).
 std::vector<Loop> placement_loops(const Stage& c, const StageSchedule* cs);
 // The loop directives of that last definition.
-const LoopSchedule& last_definition_loops(const Stage& c, const StageSchedule* cs);
+LoopSchedule last_definition_loops(const Stage& c, const StageSchedule* cs);
 
 }  // namespace pto::directives

@@ -281,16 +281,6 @@ struct RFactorDirective : Directive {
 
   bool schedules_reduction() const override { return true; }
 
-  // The update's pure loops are split and run in parallel as the pure
-  // definition's are (a row sum parallel over blocks of rows): the tiles and
-  // parallel loops of `ss.loops`, without its order and vectorize (the
-  // update's innermost loop is the combine of the lanes).
-  static LoopSchedule update_pure_loops(const LoopSchedule& pure) {
-    LoopSchedule ls;
-    ls.tile = pure.tile;
-    ls.parallel = pure.parallel;
-    return ls;
-  }
   // The innermost pure loop of the update under those tiles: where the
   // intermediate is computed per point.
   static std::string innermost_pure(const Stage& st, const LoopSchedule& ls) {
@@ -626,6 +616,13 @@ struct RFactorDirective : Directive {
 };
 
 }  // namespace
+
+LoopSchedule update_pure_loops(const LoopSchedule& pure) {
+  LoopSchedule ls;
+  ls.tile = pure.tile;
+  ls.parallel = pure.parallel;
+  return ls;
+}
 
 const Directive& rfactor_directive() {
   return instance<RFactorDirective>();

@@ -37,6 +37,13 @@ inline constexpr int kChunkUnroll = 4;
 // computed into a Func of its own and copied out: backends/Lower.cpp).
 bool combines_in_vectors(const StageSchedule& ss);
 
+// The loop directives of a stage's own update under a (not parallel)
+// rfactor: its pure loops split and run in parallel as the pure definition's
+// are (a row sum parallel over blocks of rows), the tiles and parallel loops
+// of `pure` without its order and vectorize (the update's innermost loop is
+// the combine of the lanes).
+LoopSchedule update_pure_loops(const LoopSchedule& pure);
+
 // Every rfactor of `st` that rfactor_problem() accepts, without the parallel
 // ones: per reduction variable (outermost first), factors ascending. Empty
 // for argmin/argmax and pure stages.

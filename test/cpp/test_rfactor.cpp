@@ -174,6 +174,29 @@ TEST_CASE("rfactor: a sum that evaluates exp inline keeps at most 4 vectors of p
   }
 }
 
+TEST_CASE("rfactor: a producer computed at the update's parallel loop and stored outside it is a race",
+          "[rfactor][errors][regression]") {
+  // Found by test_differential (an MLP's fc1 computed at an rfactored
+  // product's parallel loop, its storage at root): validation missed that
+  // the update runs the pure definition's parallel loops, and Halide refused
+  // the schedule at compile time.
+  const Target t = parse_target("host");
+  Program p("race");
+  const Tensor x = p.input("X", {64, 256});
+  const Tensor e = p.define("E", {"i", "r0"}, {64, 256}, x(var("i"), var("r0")) * 2.0,
+                            OpKind::Elementwise, "mul");
+  p.output(p.define_reduce("S", {"i"}, {64}, ReduceOp::Sum, {{"r", Dim(256)}},
+                           e(var("i"), var("r"))));
+  Schedule s;
+  s["S"].loops.tile["i"] = {16};
+  s["S"].loops.parallel = {"i_o"};
+  s["S"].rfactor = RFactor{"r", 16};
+  s["E"].compute = Placement{Placement::Kind::At, "S", "i_o"};
+  CHECK_NOTHROW(validate(p, s, &t));
+  s["E"].store = Placement{};
+  CHECK_THROWS_WITH(validate(p, s, &t), Contains("stage 'E'") && Contains("a race"));
+}
+
 TEST_CASE("rfactor: validation errors name the stage, the value and what is valid", "[rfactor][errors]") {
   const Target t = parse_target("host");
   const Program p = row_reduction(ReduceOp::Sum);
