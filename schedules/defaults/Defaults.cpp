@@ -9,6 +9,7 @@
 #include "schedules/defaults/Rules.h"
 #include "schedules/directives/RFactor.h"
 #include "schedules/directives/Specialize.h"
+#include "schedules/directives/StoreIn.h"
 
 namespace pto {
 namespace defaults {
@@ -87,10 +88,8 @@ void specialize_symbolic(const Program& p, Schedule& s) {
     if (!ss || ss->compute.kind != Placement::Kind::Root || ss->device != "cpu" ||
         !ss->pipeline.prefetch.empty() || ss->online_softmax)
       continue;
-    // A stage another is stored in rewrites its points in place, so its
-    // tails must not shift (directives/StoreIn.h).
-    if (std::any_of(s.stages.begin(), s.stages.end(),
-                    [&](const auto& e) { return e.second.store_in == st.name; }))
+    // A stage another is stored in guards its tails (directives/StoreIn.h).
+    if (directives::holds_stored_stage(p, st.name, [&](const std::string& n) { return s.find(n); }))
       continue;
     if (!directives::specialize_bounds(st, ss->loops).empty()) ss->specialize = true;
   }

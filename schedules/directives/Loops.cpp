@@ -4,6 +4,7 @@
 
 #include "dsl/Error.h"
 #include "schedules/directives/Json.h"
+#include "schedules/directives/StoreIn.h"
 
 namespace pto::directives {
 
@@ -385,12 +386,9 @@ struct LoopsDirective : Directive {
 
   void apply(ApplyContext& c) const override {
     const StageSchedule& ss = c.schedule();
-    // A stage that another is stored in rewrites its points in place: its
-    // tails are guarded, never shifted over points already rewritten.
-    bool holds = false;
-    for (const Stage& st : c.program().stages())
-      if (const StageSchedule* o = c.schedule_of(st.name); o && o->store_in == c.stage().name)
-        holds = true;
+    // A stage that another is stored in guards its tails (StoreIn.h).
+    const bool holds = holds_stored_stage(c.program(), c.stage().name,
+                                          [&](const std::string& n) { return c.schedule_of(n); });
     apply_loops(c.stage(), c.func(), ss.loops, false,
                 ss.compute.kind == Placement::Kind::Root && !holds, false, &c);
   }

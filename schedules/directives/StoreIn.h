@@ -30,6 +30,17 @@ namespace pto::directives {
 
 const Directive& store_in_directive();
 
+// Is some stage of `p` stored in `consumer`'s buffer? `entry(name)` is a
+// stage's schedule entry, or null. Such a consumer rewrites its points in
+// place, so its tails are guarded, never shifted inwards (Loops.cpp) or
+// specialized (the defaults).
+template <class Entry>
+bool holds_stored_stage(const Program& p, const std::string& consumer, Entry entry) {
+  for (const Stage& st : p.stages())
+    if (const StageSchedule* e = entry(st.name); e && e->store_in == consumer) return true;
+  return false;
+}
+
 // Why `st` cannot be stored in `consumer` under `s`, or "" when it can.
 std::string store_in_problem(const Program& p, const Schedule& s, const Stage& st,
                              const std::string& consumer);
