@@ -65,7 +65,7 @@ class LoopDirectives:
 
 
 class StageSchedule(LoopDirectives):
-    """One stage's entry: placement, precision, pipelining, rfactor, skip_padding, device, and its loop directives."""
+    """One stage's entry: placement, storage (store_at, store_in), precision, pipelining, rfactor, skip_padding, device, and its loop directives."""
 
     def __init__(self, d: dict[str, Any]):
         super().__init__(d)
@@ -135,6 +135,15 @@ class StageSchedule(LoopDirectives):
     def online_softmax(self, rows: int, keys: int) -> "StageSchedule":
         """Attention as one fused loop over blocks of `rows` queries x `keys` keys (running max and sum)."""
         self._d["online_softmax"] = {"rows": int(rows), "keys": int(keys)}
+        return self
+
+    def store_in(self, consumer: str | None) -> "StageSchedule":
+        """Store the stage in `consumer`'s buffer, which rewrites it in place (softmax's exponentials
+        written into the output row and scaled there); None stores it in its own again."""
+        if consumer:
+            self._d["store_in"] = consumer
+        else:
+            self._d.pop("store_in", None)
         return self
 
     def skip_padding(self, *dims: str) -> "StageSchedule":
