@@ -69,14 +69,9 @@ void on_free(Halide::JITUserContext* ctx, void* p) {
   std::free(base);
 }
 
-struct RawBuffer {
-  halide_buffer_t buf{};
-  std::vector<halide_dimension_t> dims;
-};
-
-void fill(RawBuffer& rb, const BufferRef& ref) {
+// `buf` viewing `ref` (no copy), its dims written to `dims` (ref's rank of them).
+void fill(halide_buffer_t& buf, halide_dimension_t* dims, const BufferRef& ref) {
   const int r = static_cast<int>(ref.shape.size());
-  rb.dims.resize(static_cast<size_t>(r));
   int64_t stride = 1;
   for (int k = 0; k < r; ++k) {  // Halide dim k = row-major axis r-1-k
     const size_t axis = static_cast<size_t>(r - 1 - k);
@@ -84,13 +79,13 @@ void fill(RawBuffer& rb, const BufferRef& ref) {
     // caller gave (numpy reports arbitrary strides there), so dense-layout
     // constraints (dot_pairs inputs) hold.
     const int64_t s = ref.strides.empty() || ref.shape[axis] == 1 ? stride : ref.strides[axis];
-    rb.dims[static_cast<size_t>(k)] = halide_dimension_t(0, static_cast<int32_t>(ref.shape[axis]), static_cast<int32_t>(s));
+    dims[k] = halide_dimension_t(0, static_cast<int32_t>(ref.shape[axis]), static_cast<int32_t>(s));
     stride *= ref.shape[axis];
   }
-  rb.buf.host = static_cast<uint8_t*>(ref.data);
-  rb.buf.type = halide_type(ref.dtype);
-  rb.buf.dimensions = r;
-  rb.buf.dim = rb.dims.data();
+  buf.host = static_cast<uint8_t*>(ref.data);
+  buf.type = halide_type(ref.dtype);
+  buf.dimensions = r;
+  buf.dim = dims;
 }
 
 // The first of the `trailing` innermost axes of `b` whose stride is not the
@@ -138,14 +133,71 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return r + "]";
 }
 
+// Symbolic sizes, each bound to the extent an input gives it (a handful per
+// program: a flat list, empty and allocation-free for static programs).
+using Bindings = std::vector<std::pair<std::string_view, int64_t>>;
+
+int64_t extent(const Dim& d, const Bindings& bound) {
+  if (!d.is_symbolic()) return d.value;
+  for (const auto& [sym, v] : bound)
+    if (sym == d.sym) return v;
+  return -1;  // unreachable: every output size is an input's (the DSL's shape rules)
+}
+
+// The program's inputs against these shapes (shape_of(i): input i's); throws
+// ShapeError naming the input, the dim and what it must be.
+template <typename ShapeOf>
+Bindings bind_inputs(const Program& p, size_t n, const ShapeOf& shape_of) {
+  const auto& inputs = p.inputs();
+  if (n != inputs.size())
+    throw ShapeError("program '" + p.name() + "' takes " + std::to_string(inputs.size()) +
+                     " inputs, got " + std::to_string(n));
+  Bindings bound;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo& t = inputs[i];
+    const std::vector<int64_t>& got_shape = shape_of(i);
+    if (got_shape.size() != t.shape.size())
+      throw ShapeError("input '" + t.name + "' must have rank " + std::to_string(t.shape.size()) +
+                       " (shape " + to_string(t.shape) + "), got shape " + shape_str(got_shape));
+    for (size_t k = 0; k < t.shape.size(); ++k) {
+      const Dim& d = t.shape[k];
+      const int64_t got = got_shape[k];
+      if (!d.is_symbolic()) {
+        if (got != d.value)
+          throw ShapeError("input '" + t.name + "' dim " + std::to_string(k) + " is " +
+                           std::to_string(got) + ", expected " + std::to_string(d.value) +
+                           " (shape " + to_string(t.shape) + ")");
+        continue;
+      }
+      if (got < 1)
+        throw ShapeError("input '" + t.name + "' dim " + std::to_string(k) + " ('" + d.sym +
+                         "') is " + std::to_string(got) + "; sizes must be positive");
+      const int64_t earlier = extent(d, bound);
+      if (earlier < 0)
+        bound.emplace_back(d.sym, got);
+      else if (earlier != got)
+        throw ShapeError("input '" + t.name + "' dim " + std::to_string(k) + " binds '" + d.sym +
+                         "' to " + std::to_string(got) + ", but an earlier input bound it to " +
+                         std::to_string(earlier));
+    }
+  }
+  return bound;
+}
+
 }  // namespace
 
+// What run() needs of the program on every call, computed once: a call of a
+// few-microsecond kernel must not pay for Program::outputs() (which walks
+// every stage's reads) or a map of sizes.
 struct Kernel::Impl {
   Program program;
   Schedule schedule;
   Target target;
   LoweredPipeline lowered;
   Halide::Callable callable;
+  std::vector<std::string> out_names;
+  std::vector<const Stage*> out_stages;
+  std::vector<bool> dense_input;  // input i must be dense row-major (Lower.h, dense_inputs)
 };
 
 Kernel::Kernel(const Program& p, const Schedule& s, const Target& t) : impl_(std::make_unique<Impl>()) {
@@ -160,6 +212,11 @@ Kernel::Kernel(const Program& p, const Schedule& s, const Target& t) : impl_(std
   impl_->callable = with_halide_errors("JIT-compiling program '" + p.name() + "'", [&] {
     return impl_->lowered.pipeline.compile_to_callable(impl_->lowered.arguments(), impl_->lowered.target);
   });
+  impl_->out_names = impl_->program.outputs();
+  for (const std::string& o : impl_->out_names)
+    impl_->out_stages.push_back(&impl_->program.stage(o));
+  for (const TensorInfo& in : impl_->program.inputs())
+    impl_->dense_input.push_back(impl_->lowered.dense_inputs.count(in.name) > 0);
 }
 Kernel::~Kernel() = default;
 Kernel::Kernel(Kernel&&) noexcept = default;
@@ -169,39 +226,12 @@ const Schedule& Kernel::schedule() const { return impl_->schedule; }
 const Target& Kernel::target() const { return impl_->target; }
 
 std::vector<std::vector<int64_t>> Kernel::output_shapes(const std::vector<std::vector<int64_t>>& in) const {
-  const Program& p = impl_->program;
-  const auto& inputs = p.inputs();
-  if (in.size() != inputs.size())
-    throw ShapeError("program '" + p.name() + "' takes " + std::to_string(inputs.size()) + " inputs, got " +
-                     std::to_string(in.size()));
-  std::map<std::string, int64_t> bound;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorInfo& t = inputs[i];
-    if (in[i].size() != t.shape.size())
-      throw ShapeError("input '" + t.name + "' must have rank " + std::to_string(t.shape.size()) + " (shape " +
-                       to_string(t.shape) + "), got shape " + shape_str(in[i]));
-    for (size_t k = 0; k < t.shape.size(); ++k) {
-      const Dim& d = t.shape[k];
-      const int64_t got = in[i][k];
-      if (!d.is_symbolic() && got != d.value)
-        throw ShapeError("input '" + t.name + "' dim " + std::to_string(k) + " is " + std::to_string(got) +
-                         ", expected " + std::to_string(d.value) + " (shape " + to_string(t.shape) + ")");
-      if (d.is_symbolic()) {
-        if (got < 1)
-          throw ShapeError("input '" + t.name + "' dim " + std::to_string(k) + " ('" + d.sym + "') is " +
-                           std::to_string(got) + "; sizes must be positive");
-        auto [it, fresh] = bound.emplace(d.sym, got);
-        if (!fresh && it->second != got)
-          throw ShapeError("input '" + t.name + "' dim " + std::to_string(k) + " binds '" + d.sym + "' to " +
-                           std::to_string(got) + ", but an earlier input bound it to " + std::to_string(it->second));
-      }
-    }
-  }
+  const Bindings bound = bind_inputs(
+      impl_->program, in.size(), [&](size_t i) -> const auto& { return in[i]; });
   std::vector<std::vector<int64_t>> out;
-  for (const std::string& o : p.outputs()) {
-    std::vector<int64_t> s;
-    for (const Dim& d : p.stage(o).shape) s.push_back(d.is_symbolic() ? bound.at(d.sym) : d.value);
-    out.push_back(s);
+  for (const Stage* s : impl_->out_stages) {
+    std::vector<int64_t>& shape = out.emplace_back();
+    for (const Dim& d : s->shape) shape.push_back(extent(d, bound));
   }
   return out;
 }
@@ -209,21 +239,28 @@ std::vector<std::vector<int64_t>> Kernel::output_shapes(const std::vector<std::v
 RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
                      size_t memory_limit) const {
   const Program& p = impl_->program;
-  std::vector<std::vector<int64_t>> in_shapes;
-  for (const auto& b : inputs) in_shapes.push_back(b.shape);
-  const auto out_shapes = output_shapes(in_shapes);
-  const auto out_names = p.outputs();
+  const Bindings bound = bind_inputs(
+      p, inputs.size(), [&](size_t i) -> const auto& { return inputs[i].shape; });
+  const auto& out_names = impl_->out_names;
   if (outputs.size() != out_names.size())
     throw ShapeError("program '" + p.name() + "' has " + std::to_string(out_names.size()) + " outputs, got " +
                      std::to_string(outputs.size()) + " output buffers");
-  auto check = [&](const BufferRef& b, const std::string& name, DType want, const std::vector<int64_t>* shape) {
+  auto check = [&](const BufferRef& b, const std::string& name, DType want, const Shape* shape) {
     if (!b.data) throw RuntimeError("buffer for '" + name + "' has no data pointer");
     if (b.dtype != want)
       throw DTypeError("buffer for '" + name + "' has dtype " + std::string(to_string(b.dtype)) + ", expected " +
                        std::string(to_string(want)));
-    if (shape && b.shape != *shape)
-      throw ShapeError("output buffer '" + name + "' has shape " + shape_str(b.shape) + ", expected " +
-                       shape_str(*shape));
+    if (shape) {
+      bool same = b.shape.size() == shape->size();
+      for (size_t k = 0; same && k < b.shape.size(); ++k)
+        same = b.shape[k] == extent((*shape)[k], bound);
+      if (!same) {
+        std::vector<int64_t> expected;
+        for (const Dim& d : *shape) expected.push_back(extent(d, bound));
+        throw ShapeError("output buffer '" + name + "' has shape " + shape_str(b.shape) +
+                         ", expected " + shape_str(expected));
+      }
+    }
     if (!b.strides.empty() && b.strides.size() != b.shape.size())
       throw ShapeError("buffer for '" + name + "' has " + std::to_string(b.strides.size()) + " strides for rank " +
                        std::to_string(b.shape.size()));
@@ -247,27 +284,35 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
                        " (its innermost axis past axes of size 1), got strides " + shape_str(b.strides) +
                        " for shape " + shape_str(b.shape) + "; pass a contiguous copy");
   }
-  // Inputs the kernel needs dense row-major (Lower.h, dense_inputs) are
-  // copied where the caller passed a strided view.
-  std::vector<BufferRef> in_refs(inputs);
-  std::vector<std::vector<uint8_t>> dense_copies;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const BufferRef& b = inputs[i];
-    if (b.strides.empty() || !impl_->lowered.dense_inputs.count(p.inputs()[i].name) ||
-        non_dense_axis(b, b.shape.size()) < 0)
-      continue;
-    in_refs[i] = dense_copy(b, dense_copies.emplace_back());
-  }
   for (size_t i = 0; i < outputs.size(); ++i)
-    check(outputs[i], out_names[i], p.stage(out_names[i]).dtype, &out_shapes[i]);
+    check(outputs[i], out_names[i], impl_->out_stages[i]->dtype, &impl_->out_stages[i]->shape);
 
-  std::vector<RawBuffer> raw(inputs.size() + outputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) fill(raw[i], in_refs[i]);
-  for (size_t i = 0; i < outputs.size(); ++i) fill(raw[inputs.size() + i], outputs[i]);
+  // Inputs the kernel needs dense row-major are copied where the caller
+  // passed a strided view.
+  const auto needs_copy = [&](size_t i) {
+    const BufferRef& b = inputs[i];
+    return impl_->dense_input[i] && !b.strides.empty() && non_dense_axis(b, b.shape.size()) >= 0;
+  };
+  std::vector<std::vector<uint8_t>> dense_copies;  // their storage outlives the call
+  // Halide views of the buffers, their dims in one array (one allocation each).
+  size_t rank = 0;
+  for (const auto* refs : {&inputs, &outputs})
+    for (const BufferRef& b : *refs) rank += b.shape.size();
+  std::vector<halide_buffer_t> raw(inputs.size() + outputs.size());
+  std::vector<halide_dimension_t> dims(rank);
+  halide_dimension_t* next_dims = dims.data();
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const bool in = i < inputs.size();
+    const BufferRef* b = in ? &inputs[i] : &outputs[i - inputs.size()];
+    BufferRef copy;
+    if (in && needs_copy(i)) b = &(copy = dense_copy(*b, dense_copies.emplace_back()));
+    fill(raw[i], next_dims, *b);
+    next_dims += b->shape.size();
+  }
   // Device targets: the host copy of an input is the valid one (Halide copies it over).
   const bool device = impl_->target.has_device();
   if (device)
-    for (size_t i = 0; i < inputs.size(); ++i) raw[i].buf.flags |= halide_buffer_flag_host_dirty;
+    for (size_t i = 0; i < inputs.size(); ++i) raw[i].flags |= halide_buffer_flag_host_dirty;
 
   RunContext ctx;
   ctx.limit = memory_limit;
@@ -277,7 +322,7 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
   use_parallel_for(ctx, impl_->schedule.options.threads);
   Halide::JITUserContext* ctx_ptr = &ctx;
   std::vector<const void*> argv{&ctx_ptr};
-  for (auto& r : raw) argv.push_back(&r.buf);
+  for (auto& r : raw) argv.push_back(&r);
   // options.threads: the parallel loops' team (ParallelFor.h) takes it per
   // call; Halide's JIT thread pool, which runs the rest (parallel tasks of
   // async producers, PTO_PARALLEL=halide), is one per process, so its size
@@ -297,12 +342,12 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
   int rc = impl_->callable.call_argv_fast(argv.size(), argv.data());
   if (device) {  // outputs back to the caller's memory; release the device copies
     for (size_t i = inputs.size(); i < raw.size() && rc == 0; ++i) {
-      halide_buffer_t& b = raw[i].buf;
+      halide_buffer_t& b = raw[i];
       if (b.device_interface && (b.flags & halide_buffer_flag_device_dirty))
         rc = b.device_interface->copy_to_host(ctx_ptr, &b);
     }
     for (auto& r : raw)
-      if (r.buf.device && r.buf.device_interface) r.buf.device_interface->device_free(ctx_ptr, &r.buf);
+      if (r.device && r.device_interface) r.device_interface->device_free(ctx_ptr, &r);
   }
   if (rc != 0 || ctx.refused) {
     if (ctx.refused)

@@ -1,27 +1,20 @@
 #include "backends/ParallelFor.h"
 
 #include <omp.h>
-#include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 #include <vector>
 
+#include "backends/SpinTeam.h"
+
 namespace pto {
 namespace {
 
 using Task = int (*)(Halide::JITUserContext*, int, uint8_t*);
-
-// GCC's OpenMP is not fork-safe: a child that enters a parallel region waits
-// for the parent's workers, which it does not have. A forked child (a Python
-// multiprocessing worker, say) runs its loops serially instead.
-std::atomic<bool> forked{false};
-const bool atfork_registered = [] {
-  pthread_atfork(nullptr, nullptr, [] { forked.store(true); });
-  return true;
-}();
 
 int default_threads() {
   static const int n = [] {
@@ -91,39 +84,49 @@ bool halide_pool() {
 // most 1.1x on kernels of a few microseconds. Without the stealing, causal
 // attention over 1 head at 1024 tokens took 1.18 ms (0.83 with it).
 int run_tasks(int threads, int min, int size, const std::function<int(int)>& task) {
-  std::atomic<int> status{0};
-  const auto run = [&](int64_t i) {
-    if (status.load(std::memory_order_relaxed) != 0) return;
-    if (const int r = task(min + static_cast<int>(i)); r != 0) {
+  // What the team's threads share, on cache lines of its own: the caller's
+  // stack lines around it are written while the workers read it, and every
+  // line a worker reads from the caller's core costs it a transfer.
+  struct alignas(64) Call {
+    std::atomic<int> status{0};
+    const std::function<int(int)>* task;
+    int min;
+  } call{{0}, &task, min};
+  const auto run = [&call](int64_t i) {
+    if (call.status.load(std::memory_order_relaxed) != 0) return;
+    if (const int r = (*call.task)(call.min + static_cast<int>(i)); r != 0) {
       int expected = 0;
-      status.compare_exchange_strong(expected, r);
+      call.status.compare_exchange_strong(expected, r);
     }
   };
-  // Nested loops (a parallel loop inside a task) run on the calling worker:
-  // the team is already busy with the outer loop's tasks.
-  if (threads <= 1 || size <= 1 || forked.load() || omp_in_parallel()) {
+  const int team = std::min(threads, size);
+  if (team <= 1 || omp_in_parallel()) {
     for (int i = 0; i < size; ++i) run(i);
-    return status.load();
+    return call.status.load();
   }
-  std::vector<Block> blocks(static_cast<size_t>(threads));
-#pragma omp parallel num_threads(threads)
-  {
-    // The team may be smaller than asked for; its size fixes the blocks.
-    const int team = omp_get_num_threads(), me = omp_get_thread_num();
-    const auto bound = [&](int t) { return static_cast<uint32_t>(int64_t{size} * t / team); };
-    blocks[me].reset(bound(me), bound(me + 1));
-#pragma omp barrier
-    for (int64_t i; (i = blocks[me].take_front()) >= 0;) run(i);
-    for (int k = 1; k < team; ++k) {
-      Block& victim = blocks[(me + k) % team];
-      for (int64_t i; (i = victim.take_back()) >= 0;) run(i);
+  // The blocks are laid out before the team starts, so its threads need not
+  // agree on anything: each runs its own, then steals from the others'. (On
+  // the stack for the usual few threads: an aligned allocation per call
+  // costs as much as the stealing.)
+  constexpr int kOnStack = 8;
+  Block stack_blocks[kOnStack];
+  std::vector<Block> heap_blocks(team > kOnStack ? static_cast<size_t>(team) : 0);
+  Block* const blocks = team > kOnStack ? heap_blocks.data() : stack_blocks;
+  for (int t = 0; t < team; ++t)
+    blocks[t].reset(static_cast<uint32_t>(int64_t{size} * t / team),
+                    static_cast<uint32_t>(int64_t{size} * (t + 1) / team));
+  const auto body = [&run, blocks, team](int me) {
+    for (int k = 0; k < team; ++k) {
+      Block& b = blocks[(me + k) % team];
+      for (int64_t i; (i = k == 0 ? b.take_front() : b.take_back()) >= 0;) run(i);
     }
-  }
-  return status.load();
+  };
+  // On the team; else (another call has it, a nested loop, a forked child) here, serially.
+  if (!run_on_team(team, body)) body(0);
+  return call.status.load();
 }
 
 void use_parallel_for(ParallelContext& ctx, int threads) {
-  (void)atfork_registered;
   ctx.threads = threads;
   if (!halide_pool()) ctx.handlers.custom_do_par_for = parallel_for;
 }
