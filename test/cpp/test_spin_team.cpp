@@ -68,8 +68,7 @@ TEST_CASE("run_on_team serves one caller at a time; the others run serially", "[
 TEST_CASE("run_on_team refuses a nested job and teams under 2", "[parallel]") {
   std::atomic<int> nested_ran{0}, refused{0};
   REQUIRE(run_on_team(2, [&](int) {
-    if (run_on_team(2, [&](int) { nested_ran.fetch_add(1); }))
-      return;
+    if (run_on_team(2, [&](int) { nested_ran.fetch_add(1); })) return;
     refused.fetch_add(1);
   }));
   CHECK(refused.load() == 2);
