@@ -36,14 +36,16 @@
 
 namespace pto::defaults {
 
-// What a parallel loop costs over running it on one core: waking the team
-// and joining it, about 4 us (12,000 cycles at 3 GHz) on the 2-vCPU virtual
-// machines this project runs on. A stage whose work the cores would cut by
-// less runs serially. Calibrated on square matmuls, default tiles, fresh
-// processes (Xeon VM, 2 threads): n = 64 serial 4.1 us, parallel 5.0-8.4;
-// 80: 8.6 vs 9.8-10.9; 96: 13-18 vs 12.3-15; the register-tile cost model
-// (register_tile_cost) saves 4,400, 10,400 and 14,900 cycles there.
-constexpr double kForkCycles = 12000;
+// What a parallel loop costs over running it on one core: publishing the
+// job to the spinning team and joining it (backends/SpinTeam.h), about 1 us
+// (3,000 cycles at 3 GHz) on the 2-vCPU virtual machines this project runs
+// on: a parallel loop of two empty tasks in a JIT kernel adds 0.84 us to
+// the call (Sapphire Rapids VM). A stage whose work the cores would cut by
+// less runs serially. Measured on small matmuls against the 4 us this was
+// under OpenMP (default tiles, interleaved): 64^3 3.2 -> 3.0 us, [100, 50] @
+// [50, 70] 5.9 -> 4.2, [40, 300] @ [300, 24] 6.5 -> 4.7; 48^3 and 32^3 stay
+// serial, 80^3 and up were parallel already.
+constexpr double kForkCycles = 3000;
 
 // Below this many elements (adds, loads) a parallel loop of a memory-bound
 // stage costs about as much as it saves: waking a thread ~ 2^14 adds. Also
