@@ -100,6 +100,13 @@ def numerics_checked() -> bool:
     return getattr(_state, "numerics", 0) > 0
 
 
+def plain() -> bool:
+    """No profile, numerics check or memory limit is active on this thread (a
+    kernel call may then take its fast path)."""
+    d = _state.__dict__
+    return not (d.get("profile") or d.get("numerics") or d.get("memory_limit"))
+
+
 def check_finite(outputs: dict[str, np.ndarray]) -> None:
     from .errors import KernelError
     for name, a in outputs.items():

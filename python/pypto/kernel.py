@@ -170,6 +170,10 @@ class KernelFunction:
         self._needs_static: set[tuple] = set()
         self._static_variants: dict[tuple, set[tuple]] = {}  # symbolic key -> static keys it dispatched to
         self._param_cache: list[tuple[str, Any]] | None = None
+        # The last plain call, to repeat without tracing, signatures or lookups:
+        # (per argument (dtype, shape), the specialization, its schedule's JSON
+        # then, the compiled kernel, the user outputs' positions in its outputs).
+        self._fast: tuple | None = None
         self.trace_count = 0
 
     # ---- signatures and tracing ------------------------------------------------
@@ -322,6 +326,16 @@ class KernelFunction:
 
     # ---- running ---------------------------------------------------------------------
     def __call__(self, *args: Any) -> np.ndarray | tuple[np.ndarray, ...]:
+        # Fast path: the same dtypes and shapes as the last call, contiguous
+        # arrays, the schedule unedited since, and no debug context (a call of
+        # a small kernel took 16 us through the path below, 2.5 us here).
+        fast = self._fast
+        if fast is not None and debug.plain():
+            key = _fast_key(args)
+            if key == fast[0] and fast[1].schedule_json() is fast[2]:
+                self._last = fast[1]
+                outs, _ = fast[3].run(list(args), None, 0)
+                return outs[fast[4][0]] if len(fast[4]) == 1 else tuple(outs[i] for i in fast[4])
         arrays = self._arrays(args)
         spec = self._specialize(arrays)
         prof = debug.active_profile()
@@ -337,6 +351,12 @@ class KernelFunction:
             debug.show(label, t, outs[t] if t in outs else arrays[spec.arg_names.index(t)])
         if debug.numerics_checked():
             debug.check_finite(outs)
+        if debug.plain() and not spec.trace.taps and spec.schedule_json() in spec.compiled:
+            key = _fast_key(args)
+            if None not in key:
+                names = spec.program.outputs()
+                self._fast = (key, spec, spec.schedule_json(), spec.kernel(),
+                              tuple(names.index(n) for n in spec.user_outputs))
         res = tuple(outs[n] for n in spec.user_outputs)
         return res[0] if len(res) == 1 else res
 
@@ -422,6 +442,13 @@ class KernelFunction:
 
     def __repr__(self) -> str:
         return f"<pypto.kernel {self.name} target={self.target} signatures={len(self._specs)}>"
+
+
+def _fast_key(args: Sequence[Any]) -> tuple:
+    """Per argument (dtype, shape) for a contiguous numpy array, else None: a
+    call's key on the fast path, which passes its arrays as they are."""
+    return tuple([(a.dtype, a.shape) if type(a) is np.ndarray and a.flags.c_contiguous else None
+                  for a in args])
 
 
 def _dense_innermost(a: np.ndarray) -> bool:

@@ -97,6 +97,38 @@ def test_static_kernels_compile_per_shape(rng):
     assert k.cache_info == {"signatures": 2, "traces": 2, "compiled": 2, "static_variants": 0}
 
 
+def test_repeated_calls_take_the_fast_path_and_see_every_change(rng):
+    # The fast path repeats the last call's kernel; anything that would change
+    # what runs (shape, dtype, layout, schedule, a debug context) must not use it.
+    k = pypto.kernel(lambda a, b: (a @ b, a + 1.0), dynamic=False)
+    a = rng.random((20, 24), dtype=np.float32)
+    b = rng.random((24, 40), dtype=np.float32)
+    ref = a.astype(np.float64) @ b
+    for _ in range(3):
+        mm, plus = k(a, b)
+        np.testing.assert_allclose(mm, ref, **f32_matmul_tol(24))
+        np.testing.assert_array_equal(plus, a + np.float32(1))
+    assert k._fast is not None
+    compiled = k.cache_info["compiled"]
+    k.schedule(a, b)["matmul"].tile(i=4, j=16)  # an edit compiles, and the next call runs it
+    np.testing.assert_allclose(k(a, b)[0], ref, **f32_matmul_tol(24))
+    assert k.cache_info["compiled"] == compiled + 1
+    assert k.schedule()["matmul"].to_dict()["tile"] == {"i": [4], "j": [16]}
+    wide = rng.random((24, 80), dtype=np.float32)[:, ::2]  # a strided view: copied, not misread
+    np.testing.assert_allclose(k(a, wide)[0], a.astype(np.float64) @ wide, **f32_matmul_tol(24))
+    a2 = rng.random((7, 24), dtype=np.float32)  # another shape
+    np.testing.assert_allclose(k(a2, b)[0], a2.astype(np.float64) @ b, **f32_matmul_tol(24))
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)  # another dtype
+    assert k(a64, b64)[0].dtype == np.float64
+    k(a, b)
+    with pypto.profile() as prof:  # a debug context after a fast call still sees the call
+        k(a, b)
+    assert len(prof.calls) == 1
+    with pytest.raises(pypto.KernelError, match="check_numerics"):
+        with pypto.check_numerics():
+            k(np.full_like(a, np.inf), b)
+
+
 def test_schedule_edit_run_same_result(mats):
     a, b, bias = mats
 
