@@ -716,7 +716,9 @@ bool column_blocks(const Stage& st, const std::string& row, int64_t m, int64_t c
       if (blocks % n == 0 && (n % t.cores == 0 || n >= 4 * t.cores)) shares = n;
     if (!shares) continue;
     StageSchedule together = ss;
-    together.loops.tile[row] = {m / shares, b};
+    // A share of one block is tiled once (a tile as large as its outer one is no tile).
+    together.loops.tile[row] =
+        m / shares == b ? std::vector<int64_t>{b} : std::vector<int64_t>{m / shares, b};
     together.rfactor->factor = t.vector_lanes(st.dtype);
     together.rfactor->interleave = true;
     if (directives::rfactor_problem(st, *together.rfactor, &t, st.dtype).empty() &&

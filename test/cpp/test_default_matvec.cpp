@@ -153,14 +153,17 @@ TEST_CASE("default few-column contractions: rows streamed, W packed transposed o
   // Rows in whole blocks interleaved in each step where a divisor of m
   // makes them (1806 = 2 x 3 x 7 x 43, 70, 1000, 900), one at a time where
   // none does (257 and 619 are prime; 33 = 3 x 11 leaves 11 blocks of 3, no
-  // whole shares for 2 cores).
+  // whole shares for 2 cores). [16, 97] @ [97, 2]: one block of 8 per core,
+  // tiled once (a share tiled by a block as large was an invalid schedule:
+  // random program seed 29106).
   struct Size {
     int64_t m, k, n;
     bool blocks;
   };
   const std::vector<Size> sizes = {{1806, 6056, 7, true}, {70, 2325, 5, true},  {33, 101, 2, false},
                                    {257, 129, lanes / 2, false}, {1000, 97, 3, true},
-                                   {900, 452, 4, true},   {619, 140, 5, false}};
+                                   {900, 452, 4, true},   {619, 140, 5, false},
+                                   {16, 97, 2, true}};
   for (const auto& [m, k, n, blocks] : sizes) {
     INFO(m << "x" << k << "x" << n);
     Program p("mm");
@@ -175,10 +178,10 @@ TEST_CASE("default few-column contractions: rows streamed, W packed transposed o
     CHECK(ms.rfactor->interleave == blocks);
     if (blocks) {
       const std::vector<int64_t>& tile = ms.loops.tile.at("i");
-      REQUIRE(tile.size() == 2);
+      REQUIRE(!tile.empty());
       CHECK(m % tile[0] == 0);
-      CHECK(tile[0] % tile[1] == 0);
-      CHECK(tile[1] * (n + 1) < host_target().vector_registers);
+      if (tile.size() == 2) CHECK((tile[1] < tile[0] && tile[0] % tile[1] == 0));
+      CHECK(tile.back() * (n + 1) < host_target().vector_registers);
     }
     const Kernel kern(p, s, host_target());
     const std::map<std::string, HostTensor> in = {{"A", small_integers({m, k}, rng)},
