@@ -160,10 +160,10 @@ TEST_CASE("default few-column contractions: rows streamed, W packed transposed o
     int64_t m, k, n;
     bool blocks;
   };
-  const std::vector<Size> sizes = {{1806, 6056, 7, true}, {70, 2325, 5, true},  {33, 101, 2, false},
-                                   {257, 129, lanes / 2, false}, {1000, 97, 3, true},
-                                   {900, 452, 4, true},   {619, 140, 5, false},
-                                   {16, 97, 2, true}};
+  const std::vector<Size> sizes = {{1806, 6056, 7, true}, {70, 2325, 5, true},
+                                   {33, 101, 2, false},   {257, 129, lanes / 2, false},
+                                   {1000, 97, 3, true},   {900, 452, 4, true},
+                                   {619, 140, 5, false},  {16, 97, 2, true}};
   for (const auto& [m, k, n, blocks] : sizes) {
     INFO(m << "x" << k << "x" << n);
     Program p("mm");

@@ -454,6 +454,46 @@ TEST_CASE("default reductions: short rows reduce a vector of rows at a time",
   CHECK(worst(max_pool, {{1, 2048, 7, 7}, {1, 1000, 1, 1}}, true, 0, 0) <= 1.0);
 }
 
+// Short rows of whole narrow vectors (Reduction.cpp, short_row_rfactor):
+// lanes of partials of the widest width that splits the row into 2+ steps,
+// from one full vector of row for an output and two for a stage feeding
+// another; shorter rows keep a vector of rows per step. Exact on integers.
+TEST_CASE("default reductions: short rows of whole narrow vectors keep lanes of partials",
+          "[defaults][reduction]") {
+  const int lanes = host_target().vector_lanes(DType::F32);
+  if (lanes != 16) return;  // the widths below are an AVX-512 target's
+  const auto factor = [](int64_t n, bool output) {
+    Program p("rows");
+    const Tensor r = ops::reduce_sum(p.input("X", {300, n}), {1}, false, "r");
+    p.output(output ? r : ops::mul(r, r, "y"));
+    const Schedule s = default_schedule(p, host_target());
+    const StageSchedule* rs = s.find("r");
+    return rs && rs->rfactor ? rs->rfactor->factor : 0;
+  };
+  // Outputs: from one vector (16 -> 8 lanes, 2 steps; 20 -> 4, 5 steps).
+  CHECK(factor(8, true) == 0);
+  CHECK(factor(12, true) == 0);
+  CHECK(factor(16, true) == 8);
+  CHECK(factor(20, true) == 4);
+  CHECK(factor(48, true) == 16);
+  CHECK(factor(90, true) == 0);  // 90 = 2 x 45: no width of 4+ lanes divides it
+  // Feeding another stage: from two vectors.
+  CHECK(factor(28, false) == 0);
+  CHECK(factor(32, false) == 16);
+  CHECK(factor(40, false) == 8);
+  CHECK(factor(60, false) == 4);
+  CHECK(factor(96, false) == 16);  // 6 vectors: row_rfactor's, as before
+  const Build out = [](const Tensor& x) { return ops::reduce_sum(x, {1}, false, "rows"); };
+  const Build mid = [](const Tensor& x) {
+    const Tensor r = ops::reduce_sum(x, {1}, false, "rows");
+    return ops::mul(r, r, "y");
+  };
+  const Build max_out = [](const Tensor& x) { return ops::reduce_max(x, {1}, false, "rows"); };
+  CHECK(worst(out, {{1000, 16}, {333, 20}, {77, 24}, {5, 48}, {1, 80}}, false, 0, 0) <= 1.0);
+  CHECK(worst(max_out, {{1000, 16}, {333, 20}, {77, 56}}, false, 0, 0) <= 1.0);
+  CHECK(worst(mid, {{1000, 32}, {333, 40}, {77, 60}, {3, 80}}, false, 1.2e-7, 0) <= 1.0);
+}
+
 // A symbolic row may be short or long at run time: lanes of partials for rows
 // of at least 6 vectors, a vector of rows per step below (the rfactor's
 // short_below version). One kernel per build runs both versions here: short
