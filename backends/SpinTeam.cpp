@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -60,10 +61,14 @@ class Team {
     const std::unique_lock<std::mutex> lock(busy_, std::try_to_lock);
     if (!lock) return false;
     const uint64_t gen = (state_.load(std::memory_order_relaxed) >> 32) + 1;
-    while (static_cast<int>(workers_.size()) < team - 1) {
-      // A new worker starts from the current job (it must see the next one).
-      const int me = static_cast<int>(workers_.size()) + 1;
-      workers_.emplace_back([this, me, seen = gen - 1] { work(me, seen); });
+    try {
+      while (static_cast<int>(workers_.size()) < team - 1) {
+        // A new worker starts from the current job (it must see the next one).
+        const int me = static_cast<int>(workers_.size()) + 1;
+        workers_.emplace_back([this, me, seen = gen - 1] { work(me, seen); });
+      }
+    } catch (const std::system_error&) {
+      return false;  // no thread to be had (a limit on threads): the caller runs it serially
     }
     body_ = &body;
     pending_.store(team - 1, std::memory_order_relaxed);
@@ -89,8 +94,8 @@ class Team {
   void work(int me, uint64_t seen) {
     while (true) {
       uint64_t s;
-      std::chrono::steady_clock::time_point
-          until{};  // read first after a few spins: most jobs come sooner
+      // Read first after a few spins: most jobs come sooner.
+      std::chrono::steady_clock::time_point until{};
       for (int k = 1; ((s = state_.load(std::memory_order_acquire)) >> 32) == seen; ++k) {
         if (k % 64 != 0) {
           relax();
@@ -107,8 +112,8 @@ class Team {
       seen = s >> 32;
       if (me >= static_cast<int>(s & 0xffffffffu)) continue;
       {
-        // body_ stays this job's: the job cannot finish, nor the next start, before this one
-        // returns.
+        // body_ stays this job's: neither can the job finish nor the next
+        // one start before this worker is done.
         const InBody b;
         (*body_)(me);
       }
