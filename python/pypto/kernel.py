@@ -351,11 +351,12 @@ class KernelFunction:
             debug.show(label, t, outs[t] if t in outs else arrays[spec.arg_names.index(t)])
         if debug.numerics_checked():
             debug.check_finite(outs)
-        if debug.plain() and not spec.trace.taps and spec.schedule_json() in spec.compiled:
+        text = spec.schedule_json()
+        if debug.plain() and not spec.trace.taps and text in spec.compiled:
             key = _fast_key(args)
             if None not in key:
                 names = spec.program.outputs()
-                self._fast = (key, spec, spec.schedule_json(), spec.kernel(),
+                self._fast = (key, spec, text, spec.compiled[text],
                               tuple(names.index(n) for n in spec.user_outputs))
         res = tuple(outs[n] for n in spec.user_outputs)
         return res[0] if len(res) == 1 else res
