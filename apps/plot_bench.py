@@ -22,6 +22,8 @@ def main():
     ap.add_argument("--title", default="")
     args = ap.parse_args()
     recs = json.load(open(args.json))
+    if isinstance(recs, dict):  # bench_tune: {"records": [...], "tuning": [...]}
+        recs = recs["records"]
     workloads = list(dict.fromkeys(r["workload"] for r in recs))
     impls = list(dict.fromkeys(r["impl"] for r in recs))
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(workloads) * len(impls) / 2), 4.5))

@@ -59,6 +59,7 @@ class SearchSpace {
   const std::vector<Knob>& knobs() const { return knobs_; }
   const Program& program() const { return p_; }
   const Target& target() const { return t_; }
+  double max_rel_error() const { return o_.max_rel_error; }
   // Number of distinct genomes (saturates at 1e18), for reports.
   double size() const;
 

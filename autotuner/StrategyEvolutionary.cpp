@@ -12,19 +12,21 @@ class EvolutionaryStrategy : public SeededStrategy {
  public:
   EvolutionaryStrategy(const SearchSpace& space, uint64_t seed) : SeededStrategy("evolutionary", space, seed) {}
 
-  Genome propose() override {
+  Proposal propose() override {
+    if (auto s = next_seed()) return *s;
     // Until a few candidates ran, and now and then afterwards, sample fresh genomes.
-    if (pop_.size() < kMinPopulation || chance(kFreshRate)) return space_.random(rng_);
+    if (pop_.size() < kMinPopulation || chance(kFreshRate)) return genome(space_.random(rng_));
     const Genome& a = tournament();
     Genome child = a;
     if (chance(kCrossoverRate)) child = space_.crossover(a, tournament(), rng_);
     const int mutations = std::uniform_int_distribution<int>(1, 3)(rng_);
-    return space_.mutate(child, rng_, mutations);
+    return genome(space_.mutate(child, rng_, mutations));
   }
 
-  void observe(const Genome& g, double ms) override {
-    if (!std::isfinite(ms)) return;  // failures never become parents
-    pop_.push_back({g, ms});
+  void observe(const Proposal& p, double ms) override {
+    // Failures and schedules without a genome (the default) never become parents.
+    if (!std::isfinite(ms) || p.genome.size() != space_.knobs().size()) return;
+    pop_.push_back({p.genome, ms});
     std::stable_sort(pop_.begin(), pop_.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
     if (pop_.size() > kPopulation) pop_.resize(kPopulation);
   }

@@ -8,8 +8,11 @@ namespace {
 class RandomStrategy : public SeededStrategy {
  public:
   RandomStrategy(const SearchSpace& space, uint64_t seed) : SeededStrategy("random", space, seed) {}
-  Genome propose() override { return space_.random(rng_); }
-  void observe(const Genome&, double) override {}
+  Proposal propose() override {
+    if (auto s = next_seed()) return *s;
+    return genome(space_.random(rng_));
+  }
+  void observe(const Proposal&, double) override {}
 };
 
 }  // namespace

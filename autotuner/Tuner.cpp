@@ -1,15 +1,17 @@
 #include "autotuner/Tuner.h"
 
-#include "autotuner/TrialBuffers.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <set>
 
+#include "autotuner/Compare.h"
+#include "autotuner/CostModel.h"
 #include "autotuner/Strategy.h"
 #include "autotuner/TrialBuffers.h"
 #include "dsl/Error.h"
+#include "dsl/ProgramJson.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
@@ -18,6 +20,69 @@ namespace pto::tuner {
 namespace {
 
 double ms_of(const TrialRecord& r) { return r.status == TrialStatus::Ok ? r.median_ms : INFINITY; }
+
+// The cost model's warm start: correct trials of the same program at other
+// shapes on this target, relative to their workload's default schedule.
+std::vector<TransferSample> transfer_samples(const TuningDB& db, const WorkloadKey& key,
+                                             const Target& t) {
+  constexpr int kMaxTransfer = 2000;
+  std::vector<TransferSample> r;
+  std::map<std::string, Program> programs;  // parsed once per workload
+  for (const RelatedTrial& rt : db.related_trials(key, kMaxTransfer)) {
+    try {
+      auto it = programs.find(rt.program_json);
+      if (it == programs.end())
+        it = programs.emplace(rt.program_json, program_from_json_string(rt.program_json)).first;
+      const Schedule s = schedule_from_json_string(rt.schedule_json);
+      r.push_back({schedule_features(it->second, t, s),
+                   static_cast<float>(std::log(rt.median_ms / rt.default_ms))});
+    } catch (const Error&) {
+      // A record of an older format: nothing to learn from.
+    }
+  }
+  return r;
+}
+
+// TuneOptions::confirm: the fastest few trials and the default, timed side by side.
+void confirm_best(const Program& p, const Target& t, const TuneOptions& o, const MeasureOptions& mo,
+                  TuneResult& res) {
+  std::vector<const TrialRecord*> top{&*res.baseline};
+  std::vector<const TrialRecord*> ok;
+  for (const TrialRecord& r : res.history)
+    if (r.status == TrialStatus::Ok) ok.push_back(&r);
+  std::stable_sort(ok.begin(), ok.end(),
+                   [](auto* a, auto* b) { return a->median_ms < b->median_ms; });
+  for (const TrialRecord* r : ok) {
+    if (static_cast<int>(top.size()) > o.confirm) break;
+    if (std::none_of(top.begin(), top.end(),
+                     [&](auto* x) { return x->schedule_json == r->schedule_json; }))
+      top.push_back(r);
+  }
+  if (top.size() < 2) return;
+  std::vector<std::pair<std::string, Schedule>> scheds;
+  for (const TrialRecord* r : top)
+    scheds.push_back({std::to_string(r->index), schedule_from_json_string(r->schedule_json)});
+  CompareOptions co;
+  co.autoschedulers = {};
+  co.rounds = 5;
+  co.min_seconds = std::max(0.25, 2 * mo.min_seconds);
+  co.tolerance = mo.tolerance;
+  std::vector<CompareRow> rows;
+  try {
+    rows = compare(p, t, scheds, co);
+  } catch (const Error&) {
+    return;  // keep the fastest trial
+  }
+  const CompareRow* win = nullptr;
+  for (size_t i = 0; i < rows.size() && i < top.size(); ++i) {
+    if (!rows[i].ok) continue;
+    if (i == 0) res.confirmed_default_ms = rows[i].time.median_ms;
+    if (!win || rows[i].time.median_ms < win->time.median_ms) win = &rows[i];
+  }
+  if (!win) return;
+  res.best = *top[static_cast<size_t>(win - rows.data())];
+  res.confirmed_ms = win->time.median_ms;
+}
 
 }  // namespace
 
@@ -35,14 +100,25 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
   TuneResult res;
   res.history = db.trials(key);
   res.resumed = static_cast<int>(res.history.size());
+  strategy->warm_start(transfer_samples(db, key, t));
   std::set<std::string> seen;
-  for (const TrialRecord& r : res.history) {
-    seen.insert(r.schedule_json);
+  auto proposal_of = [&](const TrialRecord& r) {
+    Proposal pr{{}, std::nullopt, r.strategy};
     // Genomes of an older search space (other knobs) mean nothing to this one.
     if (!r.genome.empty()) {
       const Genome g = genome_from_string(r.genome);
-      if (g.size() == space.knobs().size()) strategy->observe(g, ms_of(r));
+      if (g.size() == space.knobs().size()) pr.genome = g;
     }
+    try {
+      pr.schedule = schedule_from_json_string(r.schedule_json);
+    } catch (const Error&) {
+    }
+    return pr;
+  };
+  for (const TrialRecord& r : res.history) {
+    seen.insert(r.schedule_json);
+    const Proposal pr = proposal_of(r);
+    if (pr.schedule || !pr.genome.empty()) strategy->observe(pr, ms_of(r));
   }
   auto update = [&](const TrialRecord& r) {
     if (r.status != TrialStatus::Ok) ++res.failures;
@@ -64,23 +140,18 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
   mo.tolerance = std::max({mo.tolerance, o.max_rel_error, rounding_tolerance(p)});
   Measurer measurer(p, t, mo);
 
-  // Candidates carry the genome they came from (none for the default schedule).
-  struct Pending {
-    Candidate c;
-    std::string genome, strategy;
-  };
-  auto run_batch = [&](const std::vector<Pending>& batch) {
+  auto run_batch = [&](const std::vector<std::pair<Candidate, Proposal>>& batch) {
     std::vector<Candidate> cands;
-    for (const auto& b : batch) cands.push_back(b.c);
+    for (const auto& b : batch) cands.push_back(b.first);
     measurer.measure(cands, [&](const Candidate& c, const Measurement& m) {
-      const Pending* pend = nullptr;
+      const Proposal* pend = nullptr;
       for (const auto& b : batch)
-        if (b.c.trial == c.trial) pend = &b;
+        if (b.first.trial == c.trial) pend = &b.second;
       TrialRecord r;
       r.index = c.trial;
-      r.strategy = pend->strategy;
+      r.strategy = pend->origin;
       r.schedule_json = schedule_to_json_string(c.schedule, -1);
-      r.genome = pend->genome;
+      r.genome = pend->genome.empty() ? "" : genome_to_string(pend->genome);
       r.status = m.status;
       r.error = m.error;
       r.median_ms = m.median_ms;
@@ -93,7 +164,9 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
       res.history.push_back(r);
       ++res.measured;
       update(r);
-      if (!r.genome.empty()) strategy->observe(genome_from_string(r.genome), ms_of(r));
+      Proposal measured = *pend;
+      measured.schedule = c.schedule;
+      strategy->observe(measured, ms_of(r));
       report(&res.history.back());
     });
   };
@@ -109,7 +182,7 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
   const std::string def_json = schedule_to_json_string(def, -1);
   if (!seen.count(def_json)) {
     seen.insert(def_json);
-    run_batch({{{next_index++, def}, "", "default"}});
+    run_batch({{{next_index++, def}, {{}, def, "default"}}});
   }
 
   // A candidate far slower than the best so far cannot win: cap its run (first
@@ -121,38 +194,33 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
     measurer.set_run_timeout(std::min(mo.run_timeout_s, cap));
   };
 
-  // Then the rule-based seeds of the search space, valid and new ones only.
-  std::vector<Genome> seeds = space.seeds();
-  std::reverse(seeds.begin(), seeds.end());  // consumed from the back, in order
   std::mt19937_64 fallback_rng(o.seed ^ 0x9e3779b97f4a7c15ULL);
-
   while (static_cast<int>(res.history.size()) < o.trials) {
     if (out_of_time()) {
       res.stopped_by_time = true;
       break;
     }
-    std::vector<Pending> batch;
+    std::vector<std::pair<Candidate, Proposal>> batch;
     const int want = std::min(mo.jobs, o.trials - static_cast<int>(res.history.size()));
     int attempts = 0;
     while (static_cast<int>(batch.size()) < want && attempts < 500) {
       ++attempts;
-      const bool seeded = !seeds.empty();
       // A strategy that keeps proposing measured schedules (a converged
       // population) is helped out with uniform samples before giving up.
-      const Genome g = seeded ? seeds.back() : attempts > 250 ? space.random(fallback_rng) : strategy->propose();
-      if (seeded) seeds.pop_back();
+      Proposal pr = attempts > 250 ? Proposal{space.random(fallback_rng), std::nullopt, "random"}
+                                   : strategy->propose();
       Schedule s;
       try {
-        s = space.decode(g);
+        s = pr.schedule ? *pr.schedule : space.decode(pr.genome);
         validate(p, s, &t);
       } catch (const ScheduleError&) {
         ++res.invalid_skipped;  // never measured: only valid schedules reach a worker
-        strategy->observe(g, INFINITY);
+        strategy->observe(pr, INFINITY);
         continue;
       }
       const std::string js = schedule_to_json_string(s, -1);
       if (!seen.insert(js).second) continue;  // measured before (maybe in an earlier run)
-      batch.push_back({{next_index++, s}, genome_to_string(g), seeded ? "seed" : strategy->name()});
+      batch.push_back({{next_index++, s}, std::move(pr)});
     }
     if (batch.empty()) {
       res.space_exhausted = true;
@@ -161,6 +229,9 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
     tighten_run_timeout();
     run_batch(batch);
   }
+
+  if (o.confirm > 0 && res.best && res.baseline && res.baseline->status == TrialStatus::Ok)
+    confirm_best(p, t, o, mo, res);
 
   // Trials to reach 90% of the final best (best-so-far <= best / 0.9).
   if (res.best) {

@@ -24,6 +24,11 @@ struct TuneOptions {
   double max_rel_error = 0;     // accuracy budget; 0 = exact f32
   uint64_t seed = 0;
   std::string db_path;          // default: default_db_path()
+  // After the search, the fastest `confirm` distinct schedules and the
+  // default are timed again side by side in this process (interleaved rounds,
+  // compare()); the fastest there is the result. One worker's timing can be
+  // lucky (buffer placement, a quiet moment); 0 = keep the fastest trial.
+  int confirm = 3;
   MeasureOptions measure;
 };
 
@@ -36,7 +41,10 @@ struct TuneProgress {
 
 struct TuneResult {
   std::vector<TrialRecord> history;       // every trial, resumed ones first
-  std::optional<TrialRecord> best;        // fastest correct trial
+  std::optional<TrialRecord>
+      best;  // fastest correct trial (after confirmation, see TuneOptions::confirm)
+  double confirmed_ms = 0,
+         confirmed_default_ms = 0;        // their times in the confirmation (0: none ran)
   std::optional<TrialRecord> baseline;    // the default schedule's trial
   int resumed = 0, measured = 0, failures = 0, invalid_skipped = 0;
   bool stopped_by_time = false, space_exhausted = false;

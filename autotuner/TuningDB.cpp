@@ -289,6 +289,23 @@ std::optional<TrialRecord> TuningDB::best_of(const WorkloadKey& key, const std::
   return read_trial(q);
 }
 
+std::vector<RelatedTrial> TuningDB::related_trials(const WorkloadKey& key, int limit) const {
+  Stmt q(db_,
+         "SELECT w.program_json, t.schedule_json, t.median_ms, "
+         "(SELECT MIN(d.median_ms) FROM trials d WHERE d.workload_id = t.workload_id AND d.target "
+         "= t.target "
+         "AND d.strategy = 'default' AND d.status = 'ok') AS def "
+         "FROM trials t JOIN workloads w ON t.workload_id = w.id "
+         "WHERE w.program_name = ? AND w.fingerprint != ? AND t.target = ? AND t.budget <= ? AND "
+         "t.status = 'ok' "
+         "AND def IS NOT NULL ORDER BY t.id DESC LIMIT ?");
+  q.bind(1, key.program_name).bind(2, key.fingerprint).bind(3, key.target).bind(4, key.budget);
+  q.bind(5, static_cast<int64_t>(limit));
+  std::vector<RelatedTrial> r;
+  while (q.step()) r.push_back({q.text(0), q.text(1), q.real(2), q.real(3)});
+  return r;
+}
+
 Schedule best_schedule(const std::string& db_path, const Program& p, const Target& t, std::string* source) {
   auto say = [&](const std::string& s) {
     if (source) *source = s;

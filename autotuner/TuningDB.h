@@ -64,6 +64,13 @@ struct WorkloadKey {
   static WorkloadKey of(const Program& p, const Target& t, double budget);
 };
 
+// A correct trial of another workload of the same program (other shapes),
+// with that workload's default time: what a cost model warm-starts from.
+struct RelatedTrial {
+  std::string program_json, schedule_json;
+  double median_ms = 0, default_ms = 0;
+};
+
 class TuningDB {
  public:
   // Opens (creating the file, its directory and the schema, or migrating an
@@ -85,6 +92,10 @@ class TuningDB {
   // The fastest correct trial of exactly this schedule (canonical compact JSON),
   // under a budget <= key.budget; none if it was never measured.
   std::optional<TrialRecord> best_of(const WorkloadKey& key, const std::string& schedule_json) const;
+  // Up to `limit` correct trials, newest first, of the other workloads named
+  // key.program_name on key.target under a budget <= key.budget, each with
+  // its workload's measured default schedule (workloads without one are left out).
+  std::vector<RelatedTrial> related_trials(const WorkloadKey& key, int limit) const;
 
  private:
   void exec(const std::string& sql) const;

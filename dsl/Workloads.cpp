@@ -48,7 +48,8 @@ const std::vector<Entry>& entries() {
          p.output(ops::matmul(a, b, "C"));
          return p;
        }},
-      {{"matmul_bias_relu", "out = relu(A @ B + bias), the fused-epilogue example",
+      {{"matmul_bias_relu",
+        "out = relu(A @ B + bias), the fused-epilogue example",
         {{"M", 1024}, {"N", 1024}, {"K", 1024}}},
        [](const auto& d) {
          Program p("matmul_bias_relu");
@@ -66,7 +67,9 @@ const std::vector<Entry>& entries() {
          p.output(ops::softmax(p.input("X", {d("R"), d("C")}), -1, "Y"));
          return p;
        }},
-      {{"layer_norm", "layer_norm over the last dim of X: [R, C] with gamma, beta", {{"R", 384}, {"C", 768}}},
+      {{"layer_norm",
+        "layer_norm over the last dim of X: [R, C] with gamma, beta",
+        {{"R", 384}, {"C", 768}}},
        [](const auto& d) {
          Program p("layer_norm");
          const Tensor x = p.input("X", {d("R"), d("C")});
@@ -96,7 +99,8 @@ const std::vector<Entry>& entries() {
          p.output(ops::matmul(ops::softmax(s, -1, "probs"), v, "O"));
          return p;
        }},
-      {{"conv2d", "ResNet-50 3x3 conv, NCHW, stride 1, pad 1, with bias + ReLU",
+      {{"conv2d",
+        "ResNet-50 3x3 conv, NCHW, stride 1, pad 1, with bias + ReLU",
         {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"O", 64}}},
        [](const auto& d) {
          Program p("conv2d");
@@ -106,7 +110,8 @@ const std::vector<Entry>& entries() {
          return p;
        }},
       {{"conv2d_nhwc",
-        "ResNet-50 3x3 conv, channels last (NHWC input, HWIO weights; PAIRS=1: blocked pairs [O/16, 3, 3, C/2, 16, 2]), "
+        "ResNet-50 3x3 conv, channels last (NHWC input, HWIO weights; PAIRS=1: blocked pairs "
+        "[O/16, 3, 3, C/2, 16, 2]), "
         "stride 1, pad 1, with bias + ReLU",
         {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"O", 64}, {"PAIRS", 0}}},
        [](const auto& d) {
@@ -121,17 +126,23 @@ const std::vector<Entry>& entries() {
          p.output(ops::relu(ops::conv2d_nhwc(x, w, p.input("b", {d("O")}), {1, 1}, {1, 1}, {1, 1}, "conv"), "Y"));
          return p;
        }},
-      {{"bert_attention", "BERT-base self-attention block (QKV, scores, mask, softmax, context, output proj.)",
+      {{"bert_attention",
+        "BERT-base self-attention block (QKV, scores, mask, softmax, context, output proj.)",
         {{"B", 1}, {"S", 128}, {"BF16", 0}}},
        [](const auto& d) { return models::bert_attention(bert_config(d)); }},
-      {{"bert_ffn", "BERT-base FFN: gelu(X W1 + b1) W2 + b2 (BF16=1: bf16 weights)", {{"B", 1}, {"S", 128}, {"BF16", 0}}},
+      {{"bert_ffn",
+        "BERT-base FFN: gelu(X W1 + b1) W2 + b2 (BF16=1: bf16 weights)",
+        {{"B", 1}, {"S", 128}, {"BF16", 0}}},
        [](const auto& d) { return models::bert_ffn(bert_config(d)); }},
-      {{"bert_layernorm", "BERT-base residual add + LayerNorm", {{"B", 1}, {"S", 128}, {"BF16", 0}}},
+      {{"bert_layernorm",
+        "BERT-base residual add + LayerNorm",
+        {{"B", 1}, {"S", 128}, {"BF16", 0}}},
        [](const auto& d) { return models::bert_layernorm(bert_config(d)); }},
       {{"bert_layer", "BERT-base encoder layer", {{"B", 1}, {"S", 128}, {"BF16", 0}}},
        [](const auto& d) { return models::bert_layer(bert_config(d)); }},
       {{"resnet50_conv",
-        "one ResNet-50 conv layer + bias + ReLU, weights blocked by 32 channels (layer = index 0..22, see pto show; "
+        "one ResNet-50 conv layer + bias + ReLU, weights blocked by 32 channels (layer = index "
+        "0..22, see pto show; "
         "BF16=1: bf16 with weights in channel pairs, the stem's 3 channels padded to 4)",
         {{"layer", 2}, {"N", 1}, {"BF16", 0}}},
        [](const auto& d) {
@@ -145,7 +156,36 @@ const std::vector<Entry>& entries() {
          const bool bf16 = d("BF16").value == 1;
          return models::resnet_conv(layer, d("N").value, bf16 ? DType::BF16 : DType::F32, 32, bf16);
        }},
-      {{"batched_matmul", "C[b] = A[b] @ B[b], A: [Bt, M, K], B: [Bt, K, N] (matmul with a batch dim)",
+      {{"column_sum",
+        "Y = X.sum(axis=0), X: [R, C] (a reduction over the outer axis)",
+        {{"R", 4096}, {"C", 4096}}},
+       [](const auto& d) {
+         Program p("column_sum");
+         p.output(ops::reduce_sum(p.input("X", {d("R"), d("C")}), {0}, false, "Y"));
+         return p;
+       }},
+      {{"grouped_conv2d",
+        "grouped KxK conv, NCHW, G groups, stride 1, pad K/2, with bias",
+        {{"N", 1}, {"C", 64}, {"H", 30}, {"W", 30}, {"O", 64}, {"G", 4}, {"K", 3}}},
+       [](const auto& d) {
+         Program p("grouped_conv2d");
+         const int64_t g = d("G").value, k = d("K").value;
+         if (d("G").is_symbolic() || d("K").is_symbolic() || g < 1 || k < 1 ||
+             d("C").is_symbolic() || d("O").is_symbolic() || d("C").value % g || d("O").value % g)
+           throw ShapeError(
+               "grouped_conv2d: G and K must be static and positive, C and O static multiples of "
+               "G; got C = " +
+               d("C").str() + ", O = " + d("O").str() + ", G = " + d("G").str() +
+               ", K = " + d("K").str());
+         const Tensor x = p.input("X", {d("N"), d("C"), d("H"), d("W")});
+         const Tensor w = p.input("Wt", {d("O"), d("C").value / g, k, k});
+         const int pad = static_cast<int>(k / 2);
+         p.output(ops::conv2d(x, w, p.input("b", {d("O")}), {1, 1}, {pad, pad}, {1, 1},
+                              static_cast<int>(g), "Y"));
+         return p;
+       }},
+      {{"batched_matmul",
+        "C[b] = A[b] @ B[b], A: [Bt, M, K], B: [Bt, K, N] (matmul with a batch dim)",
         {{"Bt", 8}, {"M", 256}, {"N", 256}, {"K", 256}}},
        [](const auto& d) {
          Program p("batched_matmul");

@@ -7,7 +7,7 @@ cd "$root"
 
 apt_packages=(
   build-essential catch2 nlohmann-json3-dev libcli11-dev libsqlite3-dev libfmt-dev
-  libopenblas-dev libdnnl-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
+  libopenblas-dev libdnnl-dev libxgboost-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
   clinfo python3-venv
 )
 missing=()

@@ -1,26 +1,34 @@
-// bench_tune: what `pto tune` buys, side by side in one process.
+// bench_tune: what `pto tune` buys, against TVM MetaSchedule, side by side.
 //
-// For each workload (matmul 1024 fp32, BERT-base FFN at seq 128, softmax and
-// layer_norm over [384, 768], the ResNet-50 3x3 64-channel conv2d): tune with
-// the given budget (isolated workers, a fresh tuning database unless --db is
-// given), then time in this process, on the same inputs, each checked against
-// the f64 reference: the default schedule, Halide's autoschedulers (Adams2019,
-// Mullapudi2016, Li2018) on the same lowered pipeline, the best tuned schedule
-// and, on matmul, oneDNN. Also reports the trials needed to reach 90% of the
-// final best. The comparison times every implementation in --rounds
-// interleaved rounds (--min-seconds in all) and reports its best round.
+// For each workload (the report's kernels, and the shapes where PTO's default
+// rules are weakest: a split-K-shaped matmul, a grouped convolution, a column
+// sum, attention, small batched matmuls) PTO tunes with the given budget
+// (isolated workers, a fresh tuning database unless --db is given) and TVM
+// MetaSchedule tunes the same computation, written in TE, with the same
+// number of trials (apps/tune/tvm_metaschedule.py, a Python helper process,
+// its tuned kernel checked against float64 and timed there). Then this
+// process times, on the same inputs, each checked against the f64 reference:
+// the default schedule, the best tuned schedule, Halide's autoschedulers
+// (Adams2019, Mullapudi2016, Li2018; --halide) on the same lowered pipeline
+// and, on matmul, oneDNN, in --rounds interleaved rounds (best round's
+// median). Reported per tuner: tuning wall time, trials to reach 90% of its
+// final best, and the best-so-far curve (in --json, for
+// apps/tune/plot_curves.py).
 //
-//   build/bin/bench_tune [--trials 30] [--time-budget S] [--strategy evolutionary]
-//                        [--workloads matmul_1024,softmax_384x768] [--json FILE]
+//   build/bin/bench_tune [--trials 64] [--strategy model] [--workloads a,b]
+//                        [--no-tvm] [--halide] [--json FILE]
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -50,6 +58,7 @@ struct Bench {
   double flops = 0;
 };
 
+// The TE definitions in tvm_metaschedule.py use the same workload names and sizes.
 const std::vector<Bench>& benches() {
   static const std::vector<Bench> b = {
       {"matmul_1024", "matmul", {{"M", 1024}, {"N", 1024}, {"K", 1024}}},
@@ -57,9 +66,75 @@ const std::vector<Bench>& benches() {
       {"softmax_384x768", "softmax", {{"R", 384}, {"C", 768}}},
       {"layer_norm_384x768", "layer_norm", {{"R", 384}, {"C", 768}}},
       // 2 * N*O*H*W * C*3*3: multiply-adds only, as conv benchmarks count.
-      {"conv2d_resnet3x3_64", "conv2d", {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"O", 64}}, 2.0 * 64 * 56 * 56 * 64 * 9},
+      {"conv2d_resnet3x3_64",
+       "conv2d",
+       {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"O", 64}},
+       2.0 * 64 * 56 * 56 * 64 * 9},
+      // Where the default rules are weakest against the peers (bench_suite --heldout):
+      // few rows and columns over a long reduction, a grouped conv with 16 outputs per group.
+      {"matmul_33x4096x33", "matmul", {{"M", 33}, {"N", 33}, {"K", 4096}}},
+      {"grouped_conv_64x30_g4",
+       "grouped_conv2d",
+       {{"N", 1}, {"C", 64}, {"H", 30}, {"W", 30}, {"O", 64}, {"G", 4}, {"K", 3}},
+       2.0 * 64 * 30 * 30 * 16 * 9},
+      {"column_sum_4096", "column_sum", {{"R", 4096}, {"C", 4096}}},
+      {"attention_s512", "attention", {{"S", 512}, {"D", 64}}},
+      {"batched_matmul_64x64", "batched_matmul", {{"Bt", 64}, {"M", 64}, {"N", 64}, {"K", 64}}},
   };
   return b;
+}
+
+// Best-so-far time after each trial (failures repeat the previous value; null before the first
+// success).
+nlohmann::json best_so_far(const std::vector<TrialRecord>& history) {
+  nlohmann::json curve = nlohmann::json::array();
+  double best = INFINITY;
+  for (const TrialRecord& r : history) {
+    if (r.status == TrialStatus::Ok) best = std::min(best, r.median_ms);
+    curve.push_back(std::isfinite(best) ? nlohmann::json(best) : nlohmann::json());
+  }
+  return curve;
+}
+
+// TVM MetaSchedule's run of one workload, from the helper's JSON.
+struct TvmRun {
+  CompareRow row;
+  nlohmann::json report;  // the helper's whole output (tuning_s, trials, curve, ...)
+};
+
+TvmRun tvm_metaschedule(const Bench& b, int trials, double min_seconds, int rounds, uint64_t seed) {
+  TvmRun r;
+  r.row.impl = "tvm-metaschedule";
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("bench_tune-tvm-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string out = (dir / (b.label + ".json")).string();
+  const std::string script =
+      (std::filesystem::path(PTO_SOURCE_DIR) / "apps/tune/tvm_metaschedule.py").string();
+  const std::string cmd = std::string(PTO_PYTHON) + " " + script + " --workload " + b.workload +
+                          " --label " + b.label + " --sizes '" + nlohmann::json(b.sizes).dump() +
+                          "' --trials " + std::to_string(trials) + " --min-seconds " +
+                          std::to_string(min_seconds) + " --rounds " + std::to_string(rounds) +
+                          " --seed " + std::to_string(seed) + " --work-dir " +
+                          (dir / b.label).string() + " --json " + out + " 1>&2";
+  const int rc = std::system(cmd.c_str());
+  try {
+    std::ifstream f(out);
+    if (!f) throw std::runtime_error("no output (exit status " + std::to_string(rc) + "): " + cmd);
+    f >> r.report;
+    r.row.ok = r.report.at("ok").get<bool>();
+    r.row.error = r.report.value("error", "");
+    if (r.row.ok) {
+      r.row.time = {r.report.at("median_ms").get<double>(), r.report.at("min_ms").get<double>(),
+                    r.report.at("max_ms").get<double>(), 0};
+      r.row.max_rel_error = r.report.at("max_rel_error").get<double>();
+    }
+  } catch (const std::exception& e) {
+    r.row.ok = false;
+    r.row.error = std::string("tvm_metaschedule.py: ") + e.what();
+  }
+  std::filesystem::remove_all(dir);
+  return r;
 }
 
 #ifdef PTO_HAVE_DNNL
@@ -110,16 +185,27 @@ CompareRow onednn_matmul(const Program& p, double min_seconds) {
 
 }  // namespace
 
+double geomean(const std::vector<double>& v) {
+  double l = 0;
+  for (double x : v) l += std::log(x);
+  return v.empty() ? 0 : std::exp(l / static_cast<double>(v.size()));
+}
+
 int main(int argc, char** argv) {
   TuneOptions o;
-  o.trials = 30;
+  o.trials = 64;
+  o.strategy = "model";
   std::string only, json_path, db;
   double min_seconds = 0.5;
   int rounds = 5;
-  CLI::App app{"bench_tune: tuned vs default vs Halide autoschedulers (vs oneDNN on matmul)"};
-  app.add_option("--trials,-n", o.trials, "tuning trials per workload");
-  app.add_option("--time-budget", o.time_budget_s, "tuning seconds per workload (0 = none)");
-  app.add_option("--strategy", o.strategy, "random | evolutionary | model");
+  bool no_tvm = false, halide = false;
+  CLI::App app{
+      "bench_tune: PTO tuned vs TVM MetaSchedule vs the default (and Halide's autoschedulers, "
+      "oneDNN)"};
+  app.add_option("--trials,-n", o.trials,
+                 "tuning trials per workload, for PTO and for MetaSchedule");
+  app.add_option("--time-budget", o.time_budget_s, "PTO tuning seconds per workload (0 = none)");
+  app.add_option("--strategy", o.strategy, "PTO's strategy: random | evolutionary | model");
   app.add_option("--seed", o.seed, "search seed");
   app.add_option("--jobs,-j", o.measure.jobs, "worker processes compiling at once");
   app.add_option("--run-timeout", o.measure.run_timeout_s, "seconds before a candidate's run is killed");
@@ -128,7 +214,10 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "interleaved timing rounds in the final comparison (best round's median)");
   app.add_option("--workloads", only, "comma-separated labels (default: all)");
   app.add_option("--db", db, "tuning database to use and keep (default: a fresh temporary one)");
-  app.add_option("--json", json_path, "also write the records as JSON");
+  app.add_flag("--no-tvm", no_tvm, "skip TVM MetaSchedule");
+  app.add_flag("--halide", halide,
+               "also time Halide's autoschedulers (Adams2019, Mullapudi2016, Li2018)");
+  app.add_option("--json", json_path, "also write the records and the tuning curves as JSON");
   CLI11_PARSE(app, argc, argv);
 
   if (!only.empty()) {
@@ -145,26 +234,54 @@ int main(int argc, char** argv) {
   const bool temp_db = db.empty();
   if (temp_db) db = (std::filesystem::temp_directory_path() / ("bench_tune-" + std::to_string(getpid()) + ".db")).string();
   o.db_path = db;
-  nlohmann::json records = nlohmann::json::array();
-  std::printf("bench_tune: %d trials per workload, strategy %s, seed %llu, target %s\n", o.trials, o.strategy.c_str(),
-              static_cast<unsigned long long>(o.seed), t.halide.c_str());
+  nlohmann::json records = nlohmann::json::array(), tuning = nlohmann::json::array();
+  std::printf("bench_tune: %d trials per workload, PTO strategy %s, seed %llu, target %s\n",
+              o.trials, o.strategy.c_str(), static_cast<unsigned long long>(o.seed),
+              t.halide.c_str());
   std::printf("%-22s %-22s %10s %10s %10s %9s %10s\n", "workload", "impl", "median ms", "min ms", "max ms", "GFLOP/s",
               "vs default");
+  struct Summary {
+    std::string label;
+    double def = 0, tuned = 0, tvm = 0, pto_s = 0, tvm_s = 0;
+    int pto_90 = 0, tvm_90 = 0;
+  };
+  std::vector<Summary> summary;
   int rc = 0;
   for (const Bench& b : benches()) {
     if (!only.empty() && ("," + only + ",").find("," + b.label + ",") == std::string::npos) continue;
     try {
       const Program p = make_workload(b.workload, b.sizes);
-      std::fprintf(stderr, "[%s] tuning ...\n", b.label.c_str());
+      std::fprintf(stderr, "[%s] PTO tuning ...\n", b.label.c_str());
+      const auto start = std::chrono::steady_clock::now();
       const TuneResult r = tune(p, t, o, [&](const TuneProgress& pr) {
-        std::fprintf(stderr, "\r[%s] trial %d/%d best %.3f ms failures %d   ", b.label.c_str(), pr.trial, pr.trials,
-                     pr.best_ms, pr.failures);
+        std::fprintf(stderr, "\r[%s] trial %d/%d best %.4f ms failures %d   ", b.label.c_str(),
+                     pr.trial, pr.trials, pr.best_ms, pr.failures);
       });
+      const double pto_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::fprintf(stderr, "\n");
+      tuning.push_back({{"workload", b.label},
+                        {"tuner", "pto"},
+                        {"strategy", o.strategy},
+                        {"tuning_s", pto_s},
+                        {"trials", r.history.size()},
+                        {"failures", r.failures},
+                        {"trials_to_90", r.trials_to_90},
+                        {"curve", best_so_far(r.history)}});
+      std::optional<TvmRun> tvm;
+      if (!no_tvm) {
+        std::fprintf(stderr, "[%s] TVM MetaSchedule tuning ...\n", b.label.c_str());
+        tvm = tvm_metaschedule(b, o.trials, min_seconds, rounds, o.seed);
+        if (tvm->report.is_object()) {
+          nlohmann::json rep = tvm->report;
+          rep["tuner"] = "tvm-metaschedule";
+          tuning.push_back(rep);
+        }
+      }
       std::vector<std::pair<std::string, Schedule>> scheds{{"pto-default", default_schedule(p, t)}};
       if (r.best) scheds.push_back({"pto-tuned", schedule_from_json_string(r.best->schedule_json)});
       CompareOptions co;
-      co.autoschedulers = halide_autoscheduler_names();
+      co.autoschedulers = halide ? halide_autoscheduler_names() : std::vector<std::string>{};
       co.min_seconds = min_seconds;
       co.rounds = rounds;
       auto rows = compare(p, t, scheds, co);
@@ -172,42 +289,76 @@ int main(int argc, char** argv) {
 #ifdef PTO_HAVE_DNNL
       if (b.workload == "matmul") rows.push_back(onednn_matmul(p, min_seconds));
 #endif
-      double def = 0, tuned = 0, best_halide = 0;
-      for (const auto& row : rows) {
-        if (!row.ok) continue;
-        if (row.impl == "pto-default") def = row.time.median_ms;
-        if (row.impl == "pto-tuned") tuned = row.time.median_ms;
-        if (row.impl.rfind("halide-", 0) == 0 && (best_halide == 0 || row.time.median_ms < best_halide))
-          best_halide = row.time.median_ms;
+      if (tvm) rows.push_back(tvm->row);
+      Summary sm{b.label};
+      sm.pto_s = pto_s;
+      sm.pto_90 = r.trials_to_90;
+      if (tvm && tvm->report.is_object()) {
+        sm.tvm_s = tvm->report.value("tuning_s", 0.0);
+        sm.tvm_90 = tvm->report.value("trials_to_90", 0);
       }
-      if (b.flops > 0)
-        for (auto& row : rows)
-          if (row.ok) row.gflops = b.flops / (row.time.median_ms * 1e6);
+      const double flops = b.flops > 0 ? b.flops : program_flops(p);
+      for (auto& row : rows) {
+        if (!row.ok) continue;
+        row.gflops = flops / (row.time.median_ms * 1e6);
+        if (row.impl == "pto-default") sm.def = row.time.median_ms;
+        if (row.impl == "pto-tuned") sm.tuned = row.time.median_ms;
+        if (row.impl == "tvm-metaschedule") sm.tvm = row.time.median_ms;
+      }
       for (const auto& row : rows) {
         if (!row.ok) {
           std::printf("%-22s %-22s failed: %s\n", b.label.c_str(), row.impl.c_str(), row.error.substr(0, 160).c_str());
+          if (row.impl == "pto-default" || row.impl == "pto-tuned") rc = 1;
           continue;
         }
-        std::printf("%-22s %-22s %10.3f %10.3f %10.3f %9.1f %9.2fx\n", b.label.c_str(), row.impl.c_str(),
-                    row.time.median_ms, row.time.min_ms, row.time.max_ms, row.gflops,
-                    def > 0 ? def / row.time.median_ms : 0.0);
-        records.push_back({{"workload", b.label}, {"impl", row.impl}, {"median_ms", row.time.median_ms},
-                           {"min_ms", row.time.min_ms}, {"max_ms", row.time.max_ms}, {"gflops", row.gflops}});
+        std::printf("%-22s %-22s %10.4f %10.4f %10.4f %9.1f %9.2fx\n", b.label.c_str(),
+                    row.impl.c_str(), row.time.median_ms, row.time.min_ms, row.time.max_ms,
+                    row.gflops, sm.def > 0 ? sm.def / row.time.median_ms : 0.0);
+        records.push_back({{"workload", b.label},
+                           {"impl", row.impl},
+                           {"median_ms", row.time.median_ms},
+                           {"min_ms", row.time.min_ms},
+                           {"max_ms", row.time.max_ms},
+                           {"gflops", row.gflops},
+                           {"max_rel_error", row.max_rel_error}});
       }
-      std::printf("%-22s trials %zu (%d failed), 90%% of the best after %d; tuned vs best Halide autoscheduler: %.2fx\n",
-                  b.label.c_str(), r.history.size(), r.failures, r.trials_to_90,
-                  tuned > 0 && best_halide > 0 ? best_halide / tuned : 0.0);
+      std::printf("%-22s PTO: %zu trials (%d failed) in %.0f s, 90%% of its best after %d",
+                  b.label.c_str(), r.history.size(), r.failures, pto_s, r.trials_to_90);
+      if (tvm) std::printf("; MetaSchedule: %.0f s, 90%% after %d", sm.tvm_s, sm.tvm_90);
+      std::printf("\n");
       std::fflush(stdout);
+      summary.push_back(sm);
     } catch (const Error& e) {
       std::fprintf(stderr, "bench_tune: %s: %s\n", b.label.c_str(), e.what());
       rc = 1;
     }
   }
+  // The summary: each tuner's result and cost, and the ratios the issue tracks.
+  std::printf("\n%-22s %9s %9s %9s %10s %10s %8s %8s %8s %8s\n", "workload", "default", "tuned",
+              "tvm", "tuned/def", "tuned/tvm", "pto s", "tvm s", "pto 90%", "tvm 90%");
+  std::vector<double> vs_def, vs_tvm;
+  double pto_total = 0, tvm_total = 0;
+  for (const Summary& sm : summary) {
+    const double gd = sm.def > 0 && sm.tuned > 0 ? sm.def / sm.tuned : 0,
+                 gt = sm.tvm > 0 && sm.tuned > 0 ? sm.tvm / sm.tuned : 0;
+    if (gd > 0) vs_def.push_back(gd);
+    if (gt > 0) vs_tvm.push_back(gt);
+    pto_total += sm.pto_s;
+    tvm_total += sm.tvm_s;
+    std::printf("%-22s %9.4f %9.4f %9.4f %9.2fx %9.2fx %8.0f %8.0f %8d %8d\n", sm.label.c_str(),
+                sm.def, sm.tuned, sm.tvm, gd, gt, sm.pto_s, sm.tvm_s, sm.pto_90, sm.tvm_90);
+  }
+  std::printf(
+      "geometric mean: tuned / default %.2fx, tuned / MetaSchedule %.2fx (min %.2fx); tuning wall "
+      "time PTO %.0f s, "
+      "MetaSchedule %.0f s\n",
+      geomean(vs_def), geomean(vs_tvm),
+      vs_tvm.empty() ? 0.0 : *std::min_element(vs_tvm.begin(), vs_tvm.end()), pto_total, tvm_total);
   if (temp_db)
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
   if (!json_path.empty()) {
     std::ofstream f(json_path);
-    f << records.dump(2) << "\n";
+    f << nlohmann::json{{"records", records}, {"tuning", tuning}}.dump(2) << "\n";
     if (!f) {
       std::fprintf(stderr, "bench_tune: cannot write %s\n", json_path.c_str());
       return 1;

@@ -69,15 +69,17 @@ md("""## Tuning
 `tune` runs the C++ autotuner (the search of `pto tune`) on these shapes: its first trial is
 PTO's default schedule, then the evolutionary search proposes candidates; each is compiled and
 run in a worker process, checked against the float64 plain schedule and timed. Every trial goes
-to the tuning database (a rerun resumes) and the fastest correct one replaces the hand-written
-schedule. The progress bar is driven by the tuner, one step per trial."""),
+to the tuning database (a rerun resumes). The fastest few correct ones and the default are then
+timed again side by side, and the fastest of those replaces the hand-written schedule. The progress bar is driven by the tuner, one step per trial."""),
 code("""result = matmul.tune(A, B, trials=10, seed=1, min_seconds=0.05)
 print(result)
 C = matmul(A, B)
 print("CHECK tuned_rel_err", rel_err(C))
 assert rel_err(C) <= TOL
 ok = [r["median_ms"] for r in result.records if r["status"] == "ok"]
-print("CHECK tuned_is_fastest_trial", result.best_ms == min(ok) and matmul.schedule() == result.best_schedule)
+# The installed schedule is the tuner's pick: the fastest of its best trials and the default, timed again side by side.
+print("CHECK tuned_is_confirmed_best", result.best_ms in ok and matmul.schedule() == result.best_schedule
+      and (result.confirmed_ms is None or result.confirmed_ms <= result.confirmed_default_ms))
 print(f"tuned vs by hand: {t_hand.median_ms / matmul.time(A, B).median_ms:.2f}x")
 pypto.plots.tuning_curve(result);"""),
 md("""## Against OpenBLAS and on the roofline
@@ -195,7 +197,8 @@ print([n for n, st in attention_bf16.schedule().to_dict()["stages"].items() if "
 md("""## Tuning the block
 
 Eight trials of the C++ autotuner, exact f32 (no precision budget); every candidate is checked
-against the float64 plain schedule in a worker process, and the fastest correct one is installed."""),
+against the float64 plain schedule in a worker process; the fastest few and the default are timed
+again side by side, and the fastest of those is installed."""),
 code("""result = attention.tune(*args, trials=8, seed=2, min_seconds=0.03)
 print(result)
 out = attention(*args)
@@ -203,7 +206,9 @@ err_tuned = float(np.abs(out - want).max())
 print("CHECK tuned_max_abs_err", err_tuned)
 assert err_tuned < 1e-4
 ok = [r["median_ms"] for r in result.records if r["status"] == "ok"]
-print("CHECK tuned_is_fastest_trial", result.best_ms == min(ok) and attention.schedule() == result.best_schedule)
+# The installed schedule is the tuner's pick: the fastest of its best trials and the default, timed again side by side.
+print("CHECK tuned_is_confirmed_best", result.best_ms in ok and attention.schedule() == result.best_schedule
+      and (result.confirmed_ms is None or result.confirmed_ms <= result.confirmed_default_ms))
 pypto.plots.tuning_curve(result);"""),
 md("""## Pipelining pre-processing with the block
 

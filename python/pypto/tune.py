@@ -37,7 +37,11 @@ class TuneResult:
     trials: list[Trial] = field(default_factory=list)
     best_schedule: Schedule | None = None
     baseline_ms: float | None = None   # the default schedule's trial
-    best_ms: float | None = None
+    best_ms: float | None = None       # the picked trial's median in its worker
+    # The picked trial and the default timed again side by side after the search
+    # (None when there was nothing to confirm): the pick is the faster there.
+    confirmed_ms: float | None = None
+    confirmed_default_ms: float | None = None
     flops: float = 0.0
     # The tuning database's records (dicts: index, strategy, status, error,
     # median/min/max_ms, reps, max_rel_error, compile_s, schedule), for tables and plots.
@@ -129,4 +133,5 @@ def tune(kf: Any, arrays: Sequence[np.ndarray], trials: int, max_rel_error: floa
         result.best_schedule = Schedule.from_json(r["best"]["schedule"])
         result.best_ms = r["best"]["median_ms"]
         spec.schedule = result.best_schedule.copy()
+    result.confirmed_ms, result.confirmed_default_ms = r["confirmed_ms"], r["confirmed_default_ms"]
     return result

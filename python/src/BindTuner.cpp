@@ -93,6 +93,11 @@ void bind_tuner(py::module_& m) {
         d["trials"] = history;
         d["best"] = r.best ? py::object(trial_dict(*r.best)) : py::none();
         d["baseline"] = r.baseline ? py::object(trial_dict(*r.baseline)) : py::none();
+        d["confirmed_ms"] =
+            r.confirmed_ms > 0 ? py::object(py::float_(r.confirmed_ms)) : py::none();
+        d["confirmed_default_ms"] = r.confirmed_default_ms > 0
+                                        ? py::object(py::float_(r.confirmed_default_ms))
+                                        : py::none();
         d["resumed"] = r.resumed;
         d["measured"] = r.measured;
         d["failures"] = r.failures;

@@ -609,9 +609,49 @@ struct RFactorDirective : Directive {
   }
 
  protected:
+  // Lanes of partials by whole vectors or a few steps (other factors only
+  // waste a search's trials), and splits across cores: chunks of one core's
+  // share or half of it, with and without lanes of partials along the chunk.
   std::vector<StageSchedule> proposals(const CheckContext& c) const override {
-    return variants(c.ss, rfactor_candidates(c.stage, c.target, c.precision.accumulate),
-                    [](StageSchedule& v, const RFactor& rf) { v.rfactor = rf; });
+    const DType acc = c.precision.accumulate;
+    const int lanes = c.target ? std::max(1, c.target->vector_lanes(acc)) : 1;
+    std::vector<RFactor> rfs;
+    for (const RFactor& rf : rfactor_candidates(c.stage, c.target, acc))
+      if (rf.factor <= 8 || rf.factor % lanes == 0) rfs.push_back(rf);
+    const int cores = c.target ? c.target->cores : 1;
+    for (const RVar& v : c.stage.rvars) {
+      if (cores < 2 || !c.stage.reduce || c.stage.is_arg_reduction()) break;
+      for (const int64_t share : {1, 2})
+        for (const int along : {0, 4 * lanes}) {
+          RFactor rf{v.name, 0, true, lanes > 1 ? along : 0};
+          const int64_t unit = rf.vector_lanes ? rf.vector_lanes : kChunkUnroll;
+          if (v.extent.is_symbolic()) {
+            rf.factor = rf.vector_lanes ? 1 << 13 : 0;
+          } else {
+            const int64_t chunk = (v.extent.value + cores * share - 1) / (cores * share);
+            const int64_t rounded = (chunk + unit - 1) / unit * unit;
+            if (rounded >= v.extent.value) continue;
+            rf.factor = static_cast<int>(rounded);
+          }
+          if (rf.vector_lanes > rf.factor && rf.factor > 0) rf.vector_lanes = 0;
+          if (std::find(rfs.begin(), rfs.end(), rf) == rfs.end() &&
+              rfactor_problem(c.stage, rf, c.target, acc).empty())
+            rfs.push_back(rf);
+        }
+    }
+    // Without what an rfactor replaces (check() above): the update's own
+    // loops, the accumulator tile, prefetches, caches inside the update.
+    const Stage& st = c.stage;
+    return variants(c.ss, rfs, [&st](StageSchedule& v, const RFactor& rf) {
+      v.rfactor = rf;
+      v.update.reset();
+      v.accumulator_at.clear();
+      v.pipeline.prefetch.clear();
+      const auto pure = cache_pure_loops(st, v);
+      std::erase_if(v.cache, [&](const CacheRead& cr) {
+        return std::find(pure.begin(), pure.end(), cr.loop) == pure.end();
+      });
+    });
   }
 };
 

@@ -13,9 +13,11 @@
 #include "Helpers.h"
 #include "SpaceSamples.h"
 #include "autotuner/CostModel.h"
+#include "autotuner/Mutator.h"
 #include "autotuner/SearchSpace.h"
 #include "autotuner/Strategy.h"
 #include "autotuner/TuningDB.h"
+#include "dsl/ProgramJson.h"
 #include "dsl/Workloads.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
@@ -39,18 +41,26 @@ std::string temp_path(const std::string& name) {
 Program small_mbr() { return make_workload("matmul_bias_relu", {{"M", 40}, {"N", 48}, {"K", 24}}); }
 
 // A deterministic stand-in for measurement: a function of the schedule only.
-double synthetic_ms(const SearchSpace& space, const Genome& g) {
-  const std::string js = schedule_to_json_string(space.decode(g), -1);
+double synthetic_ms(const Schedule& s) {
+  const std::string js = schedule_to_json_string(s, -1);
   return 1.0 + static_cast<double>(std::hash<std::string>{}(js) % 1000) / 100.0;
+}
+
+Schedule schedule_of(const SearchSpace& space, const Proposal& p) {
+  return p.schedule ? *p.schedule : space.decode(p.genome);
 }
 
 std::vector<std::string> run_strategy(const std::string& name, const SearchSpace& space, uint64_t seed, int steps) {
   auto s = make_strategy(name, space, seed);
   std::vector<std::string> seq;
+  // The tuner measures the default schedule first.
+  const Schedule def = default_schedule(space.program(), space.target());
+  s->observe({{}, def, "default"}, synthetic_ms(def));
   for (int i = 0; i < steps; ++i) {
-    const Genome g = s->propose();
-    seq.push_back(genome_to_string(g));
-    s->observe(g, i % 7 == 3 ? INFINITY : synthetic_ms(space, g));  // some failures too
+    const Proposal p = s->propose();
+    const Schedule sched = schedule_of(space, p);
+    seq.push_back(schedule_to_json_string(sched, -1));
+    s->observe(p, i % 7 == 3 ? INFINITY : synthetic_ms(sched));  // some failures too
   }
   return seq;
 }
@@ -140,22 +150,59 @@ TEST_CASE("strategies are deterministic for a fixed seed", "[tuner]") {
   CHECK_THROWS_WITH(make_strategy("annealing", space, 1), Contains("valid: random, evolutionary, model"));
 }
 
-TEST_CASE("ridge model recovers a linear function, features respond to the schedule", "[tuner]") {
-  RidgeModel m(1e-6);
-  std::vector<std::vector<double>> x;
-  std::vector<double> y;
-  for (int i = 0; i < 20; ++i) {
-    const double a = i % 5, b = (i * 7) % 3;
-    x.push_back({1, a, b});
-    y.push_back(2 + 3 * a - b);
+TEST_CASE("boosted trees learn a nonlinear function, features respond to the schedule", "[tuner]") {
+  BoostedTrees m;
+  CHECK_THROWS_WITH(m.predict({{1.0f}}), Contains("before fit"));
+  std::vector<std::vector<float>> x;
+  std::vector<float> y;
+  for (int i = 0; i < 200; ++i) {
+    const float a = static_cast<float>(i % 10), b = static_cast<float>((i * 7) % 13);
+    x.push_back({a, b});
+    y.push_back(a < 5 ? b : 20 - b);  // a threshold no linear model fits
   }
   m.fit(x, y);
-  CHECK(m.predict({1, 10, 1}) == Approx(31).margin(1e-3));
+  const auto pred = m.predict({{2, 3}, {8, 3}});
+  CHECK(pred[0] == Approx(3).margin(0.5));
+  CHECK(pred[1] == Approx(17).margin(0.5));
+  CHECK_THROWS_WITH(m.fit(x, {1.0f}), Contains("targets"));
   const Target t = parse_target("host");
   const Program p = small_mbr();
   const auto fd = schedule_features(p, t, default_schedule(p, t)), fp = schedule_features(p, t, plain_schedule(p));
-  REQUIRE(fd.size() == fp.size());
+  REQUIRE(fd.size() == feature_names().size());
+  REQUIRE(fp.size() == fd.size());
   CHECK(fd != fp);
+}
+
+TEST_CASE("mutations come from the directives' candidates and respect the accuracy budget",
+          "[tuner]") {
+  const Target t = parse_target("host");
+  const Program p = small_mbr();
+  const Schedule def = default_schedule(p, t);
+  std::mt19937_64 rng(5);
+  for (const double budget : {0.0, 1e-2}) {
+    const Mutator m(p, t, budget);
+    int changed = 0, valid = 0;
+    for (int i = 0; i < 60; ++i) {
+      const auto s = m.mutate(def, rng, 1 + i % 3);
+      if (!s) continue;
+      CHECK_FALSE(*s == def);
+      ++changed;
+      try {
+        validate(p, *s, &t);
+        ++valid;
+      } catch (const ScheduleError&) {
+      }
+      // Exact f32: nothing narrower than f32, never f64.
+      for (const auto& [name, ss] : s->stages)
+        for (const auto& ty :
+             {ss.precision.storage, ss.precision.compute, ss.precision.accumulate}) {
+          CHECK(ty != DType::F64);
+          if (budget == 0) CHECK((!ty || *ty == DType::F32));
+        }
+    }
+    CHECK(changed > 50);
+    CHECK(valid > 20);  // most combinations of one stage's candidates with the rest validate
+  }
 }
 
 TEST_CASE("tuning database: schema, trials, best record, budgets", "[tuner][db]") {
@@ -191,6 +238,39 @@ TEST_CASE("tuning database: schema, trials, best record, budgets", "[tuner][db]"
   CHECK(best->index == 2);                  // exact records only: not the 0.5 ms one, not the crash
   CHECK(db.best(loose)->median_ms == 0.5);  // a looser budget may use exact and loose records
   CHECK(db.trials(WorkloadKey::of(make_workload("matmul", {{"M", 8}, {"N", 8}, {"K", 8}}), t, 0)).empty());
+  // The records of this workload, seen from the same program at another shape:
+  // no default was measured, so nothing transfers yet.
+  const Program other = make_workload("matmul_bias_relu", {{"M", 64}, {"N", 48}, {"K", 24}});
+  const WorkloadKey okey = WorkloadKey::of(other, t, 0);
+  CHECK(db.related_trials(okey, 100).empty());
+}
+
+TEST_CASE("tuning database: related trials carry their workload's default time", "[tuner][db]") {
+  const std::string path = temp_path("db-related.db");
+  const Target t = parse_target("host");
+  const Program p = small_mbr(),
+                other = make_workload("matmul_bias_relu", {{"M", 64}, {"N", 48}, {"K", 24}});
+  const WorkloadKey key = WorkloadKey::of(p, t, 0), okey = WorkloadKey::of(other, t, 0);
+  TuningDB db(path);
+  TrialRecord r;
+  r.schedule_json = schedule_to_json_string(default_schedule(p, t), -1);
+  r.strategy = "default";
+  r.median_ms = 2.0;
+  db.add_trial(key, p, r);
+  r.strategy = "model";
+  r.median_ms = 1.0;
+  db.add_trial(key, p, r);
+  r.status = TrialStatus::WrongResult;
+  r.median_ms = 0.1;
+  db.add_trial(key, p, r);
+  const auto rel = db.related_trials(okey, 100);
+  REQUIRE(rel.size() == 2);  // the default and the tuned one; not the wrong result
+  for (const RelatedTrial& x : rel) {
+    CHECK(x.default_ms == 2.0);
+    CHECK(program_from_json_string(x.program_json).name() == p.name());
+  }
+  CHECK(db.related_trials(key, 100).empty());  // a workload does not transfer to itself
+  CHECK(db.related_trials(okey, 1).size() == 1);
 }
 
 TEST_CASE("tuning database: migration from schema v1, newer schema refused, bad path", "[tuner][db]") {

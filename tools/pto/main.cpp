@@ -179,6 +179,9 @@ int cmd_tune(TuneArgs& a) {
   }
   std::printf("best: trial %d (%s), %.3f ms in its worker; reached 90%% of it after %d trials\n", r.best->index,
               r.best->strategy.c_str(), r.best->median_ms, r.trials_to_90);
+  if (r.confirmed_ms > 0)
+    std::printf("confirmed side by side with the fastest trials: %.3f ms, the default %.3f ms\n",
+                r.confirmed_ms, r.confirmed_default_ms);
   if (!a.compare) return 0;
   tuner::CompareOptions co;
   co.autoschedulers = tuner::halide_autoscheduler_names();
