@@ -177,7 +177,10 @@ std::string default_worker_exe() {
 
 Measurer::Measurer(const Program& p, const Target& t, MeasureOptions o) : p_(p), t_(t), o_(std::move(o)) {
   if (o_.worker_exe.empty()) o_.worker_exe = default_worker_exe();
-  if (o_.jobs < 1) throw Error("measurer: jobs must be at least 1, got " + std::to_string(o_.jobs));
+  if (o_.jobs < 0)
+    throw Error("measurer: jobs must be at least 1 (0: one per core), got " +
+                std::to_string(o_.jobs));
+  jobs_ = o_.jobs > 0 ? o_.jobs : std::max(1, t_.cores);
   if (::access(o_.worker_exe.c_str(), X_OK) != 0)
     throw Error("measurer: worker executable '" + o_.worker_exe + "' is missing or not executable");
   // Writing "go" to a worker that just died must not kill the tuner.
@@ -228,27 +231,40 @@ void Measurer::measure(const std::vector<Candidate>& cands,
   std::vector<Worker> live;
   size_t next = 0;
   while (next < cands.size() || !live.empty()) {
-    // Start workers up to `jobs`.
-    while (next < cands.size() && static_cast<int>(live.size()) < o_.jobs) {
-      const Candidate& c = cands[next];
-      const std::string sp = dir_ + "/trial_" + std::to_string(c.trial) + ".json";
-      std::ofstream(sp) << schedule_to_json_string(c.schedule, -1);
-      Worker w = spawn(o_.worker_exe, {"worker", "--dir", dir_, "--schedule", sp, "--trial", std::to_string(c.trial)},
-                       dir_ + "/trial_" + std::to_string(c.trial) + ".err");
-      w.index = next++;
-      live.push_back(std::move(w));
-    }
-    // Let the longest-waiting compiled worker run when nobody is timing.
-    const bool someone_running =
-        std::any_of(live.begin(), live.end(), [](const Worker& w) { return w.phase == Worker::Phase::Running; });
-    if (!someone_running) {
+    // Phases, as MetaSchedule's builder and runner: up to `jobs` workers
+    // compile at once (all cores), then the compiled ones run one at a time
+    // with nothing compiling beside them, so that a timing has the machine.
+    const auto in_phase = [&](Worker::Phase ph) {
+      return std::any_of(live.begin(), live.end(), [&](const Worker& w) { return w.phase == ph; });
+    };
+    const bool running = in_phase(Worker::Phase::Running),
+               compiling = in_phase(Worker::Phase::Compiling);
+    if (!running && !in_phase(Worker::Phase::Ready))
+      while (next < cands.size() && static_cast<int>(live.size()) < jobs_) {
+        const Candidate& c = cands[next];
+        const std::string sp = dir_ + "/trial_" + std::to_string(c.trial) + ".json";
+        std::ofstream(sp) << schedule_to_json_string(c.schedule, -1);
+        Worker w =
+            spawn(o_.worker_exe,
+                  {"worker", "--dir", dir_, "--schedule", sp, "--trial", std::to_string(c.trial)},
+                  dir_ + "/trial_" + std::to_string(c.trial) + ".err");
+        w.index = next++;
+        live.push_back(std::move(w));
+      }
+    // Let the longest-waiting compiled worker run when nobody is timing or compiling.
+    if (!running && !compiling) {
       Worker* first = nullptr;
       for (Worker& w : live)
         if (w.phase == Worker::Phase::Ready && (!first || w.ready_at < first->ready_at)) first = &w;
       if (first) {
         first->phase = Worker::Phase::Running;
         first->run_started = Clock::now();
-        if (write(first->to_child, "go\n", 3) != 3) { /* it died; EOF below reports it */ }
+        // "go <ms>": a first run slower than that is the candidate's only one (Worker.cpp).
+        const std::string go =
+            o_.slow_ms > 0 ? "go " + std::to_string(o_.slow_ms) + "\n" : std::string("go\n");
+        if (write(first->to_child, go.data(), go.size()) != static_cast<ssize_t>(go.size())) {
+          /* it died; EOF below reports it */
+        }
       }
     }
     std::vector<pollfd> fds;

@@ -41,7 +41,7 @@ HostBuffer storage(DType t, const Shape& shape, const std::string& what) {
 }  // namespace
 
 std::vector<float> HostBuffer::to_f32() const {
-  if (dtype == DType::F32) return f32;
+  if (dtype == DType::F32) return {f32.begin(), f32.end()};
   std::vector<float> r;
   r.reserve(bits.size());
   for (const uint16_t v : bits) r.push_back(dtype == DType::BF16 ? from_bf16(v) : from_f16(v));

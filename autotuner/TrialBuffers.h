@@ -4,7 +4,10 @@
 // for checking results against the reference.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <vector>
 
 #include "backends/Jit.h"
@@ -12,11 +15,37 @@
 
 namespace pto::tuner {
 
+// Storage on cache-line boundaries. A kernel's time must not depend on where
+// the allocator happened to put its buffers: the same softmax schedule ran 8%
+// apart in two processes of bench_tune (its rows' vector stores split across
+// lines or not), enough to reverse the tuner's pick against the default.
+template <class T>
+struct CacheLineAllocator {
+  using value_type = T;
+  static constexpr size_t kAlign = 64;
+  CacheLineAllocator() = default;
+  template <class U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) {}
+  T* allocate(size_t n) {
+    const size_t bytes = (n * sizeof(T) + kAlign - 1) / kAlign * kAlign;
+    void* p = std::aligned_alloc(kAlign, std::max(bytes, kAlign));
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <class U>
+  bool operator==(const CacheLineAllocator<U>&) const {
+    return true;
+  }
+};
+template <class T>
+using AlignedVector = std::vector<T, CacheLineAllocator<T>>;
+
 struct HostBuffer {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
-  std::vector<float> f32;      // dtype F32
-  std::vector<uint16_t> bits;  // dtype BF16 or F16: the raw 16-bit values
+  AlignedVector<float> f32;      // dtype F32
+  AlignedVector<uint16_t> bits;  // dtype BF16 or F16: the raw 16-bit values
 
   void* data() { return dtype == DType::F32 ? static_cast<void*>(f32.data()) : static_cast<void*>(bits.data()); }
   BufferRef ref() { return {data(), dtype, shape, {}}; }

@@ -26,8 +26,9 @@ struct TuneOptions {
   std::string db_path;          // default: default_db_path()
   // After the search, the fastest `confirm` distinct schedules and the
   // default are timed again side by side in this process (interleaved rounds,
-  // compare()); the fastest there is the result. One worker's timing can be
-  // lucky (buffer placement, a quiet moment); 0 = keep the fastest trial.
+  // compare()); the fastest there is the result, the default unless another
+  // beats it by 3%. One worker's timing can be lucky (buffer placement, a
+  // quiet moment); 0 = keep the fastest trial.
   int confirm = 3;
   MeasureOptions measure;
 };
@@ -40,7 +41,7 @@ struct TuneProgress {
 };
 
 struct TuneResult {
-  std::vector<TrialRecord> history;       // every trial, resumed ones first
+  std::vector<TrialRecord> history;  // every trial, in trial order (resumed ones first)
   std::optional<TrialRecord>
       best;  // fastest correct trial (after confirmation, see TuneOptions::confirm)
   double confirmed_ms = 0,

@@ -207,7 +207,8 @@ int main(int argc, char** argv) {
   app.add_option("--time-budget", o.time_budget_s, "PTO tuning seconds per workload (0 = none)");
   app.add_option("--strategy", o.strategy, "PTO's strategy: random | evolutionary | model");
   app.add_option("--seed", o.seed, "search seed");
-  app.add_option("--jobs,-j", o.measure.jobs, "worker processes compiling at once");
+  app.add_option("--jobs,-j", o.measure.jobs,
+                 "worker processes compiling at once (0 = one per core)");
   app.add_option("--run-timeout", o.measure.run_timeout_s, "seconds before a candidate's run is killed");
   app.add_option("--tune-min-seconds", o.measure.min_seconds, "timing per candidate while tuning");
   app.add_option("--min-seconds", min_seconds, "timing per implementation in the final comparison");

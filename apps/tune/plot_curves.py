@@ -11,6 +11,7 @@ import json
 import math
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -38,6 +39,8 @@ def main() -> None:
                     label=f"{label} ({t['tuning_s']:.0f} s)")
         ax.set_title(w, fontsize=9)
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.3g"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%.2g"))
         ax.axhline(1.0, color="grey", lw=0.5, ls="--")
         ax.set_xlabel("trial", fontsize=8)
         ax.legend(fontsize=7)

@@ -42,9 +42,9 @@ py::dict trial_dict(const tuner::TrialRecord& r) {
 void bind_tuner(py::module_& m) {
   m.def(
       "tune",
-      [](const Program& p, const std::string& target, int trials, const std::string& db, const std::string& strategy,
-         uint64_t seed, double max_rel_error, double min_seconds, double time_budget_s, const std::string& worker, int jobs,
-         const py::object& progress) {
+      [](const Program& p, const std::string& target, int trials, const std::string& db,
+         const std::string& strategy, uint64_t seed, double max_rel_error, double min_seconds,
+         double time_budget_s, const std::string& worker, int jobs, const py::object& progress) {
         const Target t = parse_target(target);
         for (const auto& [sym, src] : p.symbols())
           throw SymbolicSizeError("tune: symbolic size '" + sym + "' of program '" + p.name() +
@@ -106,10 +106,12 @@ void bind_tuner(py::module_& m) {
       },
       py::arg("program"), py::arg("target") = "host", py::arg("trials") = 20, py::arg("db") = "",
       py::arg("strategy") = "evolutionary", py::arg("seed") = 0, py::arg("max_rel_error") = 0.0,
-      py::arg("min_seconds") = 0.05, py::arg("time_budget_s") = 0.0, py::arg("worker") = "", py::arg("jobs") = 1,
-      py::arg("progress") = py::none(),
-      "Runs the C++ autotuner (pto tune) on a program with static sizes; returns its trials as dicts.\n"
-      "progress(dict(trial, trials, best_ms, default_ms, failures, last)) is called after every trial.");
+      py::arg("min_seconds") = 0.05, py::arg("time_budget_s") = 0.0, py::arg("worker") = "",
+      py::arg("jobs") = 0, py::arg("progress") = py::none(),
+      "Runs the C++ autotuner (pto tune) on a program with static sizes; returns its trials as "
+      "dicts.\n"
+      "progress(dict(trial, trials, best_ms, default_ms, failures, last)) is called after every "
+      "trial.");
 }
 
 }  // namespace pto::py

@@ -147,6 +147,38 @@ TEST_CASE("measurer: a schedule the code generator rejects is a failed trial, no
   CHECK_THAT(got[0].error, Contains("Y_exp"));
 }
 
+TEST_CASE("measurer: compile, then run with nothing compiling; a slow first run is the only one",
+          "[tuner][measure]") {
+  const Target t = parse_target("host");
+  const Program p = small_matmul();
+  const Schedule def = default_schedule(p, t), plain = plain_schedule(p);
+  MeasureOptions o = quick();
+  o.jobs = 0;  // one per core
+  o.min_reps = 5;
+  Measurer m(p, t, o);
+  std::vector<std::pair<int, Measurement>> got;
+  const auto collect = [&](const Candidate& c, const Measurement& r) {
+    got.push_back({c.trial, r});
+  };
+  m.measure({{0, def}, {1, plain}, {2, def}}, collect);
+  REQUIRE(got.size() == 3);
+  for (const auto& [trial, r] : got) {
+    CHECK(r.status == TrialStatus::Ok);
+    CHECK(r.reps >= 5);
+  }
+  // Every first run is "slow" against 1 ns: each candidate is timed once, still checked.
+  m.set_slow_ms(1e-6);
+  got.clear();
+  m.measure({{3, def}, {4, plain}}, collect);
+  REQUIRE(got.size() == 2);
+  for (const auto& [trial, r] : got) {
+    CHECK(r.status == TrialStatus::Ok);
+    CHECK(r.reps == 1);
+    CHECK(r.median_ms > 0);
+    CHECK(r.max_rel_error <= 1e-4);
+  }
+}
+
 TEST_CASE("measurer: reduced precision passes only within the accuracy budget", "[tuner][measure]") {
   const Target t = parse_target("host");
   const Program p = make_workload("softmax", {{"R", 8}, {"C", 64}});

@@ -282,7 +282,7 @@ def test_time_reports_median_and_spread(mats):
     assert "median" in str(t)
 
 
-def test_tune_installs_the_fastest_correct_trial_and_resumes(mats, tmp_path):
+def test_tune_installs_the_confirmed_best_trial_and_resumes(mats, tmp_path):
     a, b, bias = mats
 
     @pypto.kernel  # dynamic: the C++ tuner specializes this signature to its static shapes
@@ -294,9 +294,12 @@ def test_tune_installs_the_fastest_correct_trial_and_resumes(mats, tmp_path):
     assert r.records[0]["strategy"] == "default" and r.records[0]["status"] == "ok"
     assert r.baseline_ms == r.records[0]["median_ms"]
     ok = [t for t in r.records if t["status"] == "ok"]
-    fastest = min(ok, key=lambda t: t["median_ms"])
-    assert r.best_ms == fastest["median_ms"]
-    assert r.best_schedule == pypto.Schedule.from_json(fastest["schedule"])
+    # The pick: a correct trial (the fastest few and the default, timed again side by side;
+    # the default unless another beats it there).
+    picked = [t for t in ok if t["median_ms"] == r.best_ms]
+    assert picked and r.best_schedule == pypto.Schedule.from_json(picked[0]["schedule"])
+    if r.confirmed_ms is not None:
+        assert r.confirmed_ms <= r.confirmed_default_ms
     # The curve is the running minimum over the trials in order (rejected ones keep the best so far).
     running, curve = None, []
     for t in r.records:

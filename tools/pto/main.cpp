@@ -267,7 +267,9 @@ int main(int argc, char** argv) {
                    "accuracy budget relative to the output's magnitude; > 0 lets the tuner lower intermediate precision "
                    "(0 = exact f32)");
   tune->add_option("--seed", tune_a.o.seed, "random seed of the search (deterministic for a fixed seed)");
-  tune->add_option("--jobs,-j", tune_a.o.measure.jobs, "worker processes compiling at once (timing is one at a time)");
+  tune->add_option("--jobs,-j", tune_a.o.measure.jobs,
+                   "worker processes compiling at once, 0 = one per core (timing is one at a time, "
+                   "with nothing compiling)");
   tune->add_option("--compile-timeout", tune_a.o.measure.compile_timeout_s, "seconds before a compiling worker is killed");
   tune->add_option("--run-timeout", tune_a.o.measure.run_timeout_s, "seconds before a running worker is killed");
   tune->add_option("--min-seconds", tune_a.o.measure.min_seconds, "timing: run each candidate at least this long");
