@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autotuner/SearchSpace.h"
 #include "schedules/Validate.h"
 #include "schedules/directives/Directive.h"
 
@@ -57,14 +58,12 @@ bool Mutator::allowed(const StageSchedule& before, const StageSchedule& after) c
   if (widens(after) && !widens(before)) return false;
   const int b = narrowest_bytes(after);
   if (b >= narrowest_bytes(before) || b >= 4) return true;
-  // bf16 keeps 8 significant bits (relative rounding 2^-9), f16 11 (2^-12):
-  // offered where the budget leaves room for a few roundings to compound
-  // (the same thresholds as SearchSpace's storage knob).
-  bool bf16 = !after.dot_pairs.empty();
+  // Narrowed: every type it now rounds to (bf16 pairs round to bf16) must fit the budget.
+  bool ok = after.dot_pairs.empty() || budget_allows(DType::BF16, max_rel_error_);
   for (const auto& ty :
        {after.precision.storage, after.precision.compute, after.precision.accumulate})
-    bf16 = bf16 || ty == DType::BF16;
-  return max_rel_error_ >= (bf16 ? 1e-2 : 2e-3);
+    ok = ok && (!ty || budget_allows(*ty, max_rel_error_));
+  return ok;
 }
 
 std::optional<Schedule> Mutator::mutate(const Schedule& s, std::mt19937_64& rng, int count,

@@ -145,13 +145,16 @@ void SearchSpace::add_stage_knobs(const Stage& st) {
   // slow schedule: not characterized yet), so they are opt-in.
   if (!out && has_consumers && o_.pipelining) add("pipeline", o_.ring_buffers && !st.reduce ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{0, 1});
   if (!out && is_float(st.dtype) && o_.max_rel_error > 0) {
-    // bf16 keeps 8 significant bits (relative rounding 2^-9 ~ 2e-3), f16 11 (2^-12 ~ 2.4e-4):
-    // offered only where the budget leaves room for a few such roundings to compound.
     std::vector<int64_t> storage{0};
-    if (o_.max_rel_error >= 1e-2) storage.push_back(1);
-    if (o_.max_rel_error >= 2e-3) storage.push_back(2);
+    if (budget_allows(DType::BF16, o_.max_rel_error)) storage.push_back(1);
+    if (budget_allows(DType::F16, o_.max_rel_error)) storage.push_back(2);
     add("storage", storage);
   }
+}
+
+bool budget_allows(DType t, double max_rel_error) {
+  if (!is_float(t) || bytes(t) >= 4) return true;
+  return max_rel_error >= (t == DType::BF16 ? 1e-2 : 2e-3);
 }
 
 double SearchSpace::size() const {

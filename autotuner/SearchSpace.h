@@ -52,6 +52,14 @@ struct SearchSpaceOptions {
   bool ring_buffers = false;
 };
 
+// Does an accuracy budget (SearchSpaceOptions::max_rel_error) leave room for
+// values rounded to `t`? bf16 keeps 8 significant bits (relative rounding
+// 2^-9 ~ 2e-3), f16 11 (2^-12 ~ 2.4e-4): each is offered where the budget
+// leaves room for a few such roundings to compound (bf16 from 1e-2, f16 from
+// 2e-3); f32 and wider always. The one rule of the genome space's storage
+// knob and of the Mutator's precision candidates.
+bool budget_allows(DType t, double max_rel_error);
+
 class SearchSpace {
  public:
   SearchSpace(const Program& p, const Target& t, SearchSpaceOptions o = {});
