@@ -14,14 +14,15 @@ namespace pto::tuner {
 namespace {
 
 // One row per feature: its index and its name in feature_names().
-#define PTO_FEATURES(X)                                                                        \
-  X(LogFlops)                                                                                  \
-  X(LogIoBytes)                                                                                \
-  X(LogIntensity) X(Stages) X(Inline) X(Root) X(At) X(Vec) X(VecFrac) X(LogInnerExtent) X(Par) \
-      X(LogTasksPerCore) X(TaskBalance) X(LogUnroll) X(Mode0) X(Mode1) X(Mode2) X(LogRegTile)  \
-          X(FitL1) X(FitL2) X(LogStepOverL1) X(RedTiled) X(LogInterBytes) X(NumRoot) X(Async)  \
-              X(RFactor) X(SplitCores) X(Cache) X(DotPairs) X(OnlineSoftmax) X(ComputeWith)    \
-                  X(AccumulatorAt) X(Narrow) X(PadLanes)
+#define PTO_FEATURES(X)                                                                           \
+  X(LogFlops)                                                                                     \
+  X(LogIoBytes)                                                                                   \
+  X(LogIntensity)                                                                                 \
+  X(Stages) X(Inline) X(Root) X(At) X(Vec) X(VecFrac) X(LogInnerExtent) X(Par) X(LogTasksPerCore) \
+      X(TaskBalance) X(LogUnroll) X(Mode0) X(Mode1) X(Mode2) X(LogRegTile) X(FitL1) X(FitL2)      \
+          X(LogStepOverL1) X(RedTiled) X(LogInterBytes) X(NumRoot) X(Async) X(RFactor)            \
+              X(SplitCores) X(Cache) X(DotPairs) X(OnlineSoftmax) X(ComputeWith) X(AccumulatorAt) \
+                  X(Narrow) X(PadLanes) X(Amx)
 
 enum Feature {
 #define PTO_ENUM(n) n,
@@ -189,6 +190,7 @@ std::vector<float> schedule_features(const Program& p, const Target& t, const Sc
     if (!x.cache.empty()) g[Cache] += share;
     if (!x.dot_pairs.empty()) g[DotPairs] += share;
     if (x.online_softmax) g[OnlineSoftmax] += share;
+    if (x.amx) g[Amx] += share;
     if (!x.accumulator_at.empty()) g[AccumulatorAt] += share;
     if (!x.pad_lanes.empty()) g[PadLanes] += share;
     if (x.compute_with) g[ComputeWith] += share;

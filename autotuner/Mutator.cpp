@@ -4,18 +4,20 @@
 
 #include "autotuner/SearchSpace.h"
 #include "schedules/Validate.h"
+#include "schedules/directives/Amx.h"
 #include "schedules/directives/Directive.h"
 
 namespace pto::tuner {
 namespace {
 
 // The narrowest float type a stage entry computes, stores or accumulates in
-// (bf16 pairs count as bf16); 4 bytes when nothing is narrowed.
-int narrowest_bytes(const StageSchedule& ss) {
+// (bf16 pairs and AMX tiles of wider factors count as bf16); 4 bytes when
+// nothing is narrowed.
+int narrowest_bytes(const Program& p, const Stage& st, const StageSchedule& ss) {
   int b = 4;
   for (const auto& ty : {ss.precision.storage, ss.precision.compute, ss.precision.accumulate})
     if (ty && is_float(*ty)) b = std::min(b, bytes(*ty));
-  if (!ss.dot_pairs.empty()) b = 2;
+  if (!ss.dot_pairs.empty() || directives::amx_rounds(p, st, ss)) b = 2;
   return b;
 }
 
@@ -53,13 +55,16 @@ std::string shape_of(const directives::Directive& d, const StageSchedule& ss) {
 Mutator::Mutator(const Program& p, const Target& t, double max_rel_error)
     : p_(p), t_(t), max_rel_error_(max_rel_error) {}
 
-bool Mutator::allowed(const StageSchedule& before, const StageSchedule& after) const {
+bool Mutator::allowed(const Stage& st, const StageSchedule& before,
+                      const StageSchedule& after) const {
   // f64 is never faster; it only costs trials.
   if (widens(after) && !widens(before)) return false;
-  const int b = narrowest_bytes(after);
-  if (b >= narrowest_bytes(before) || b >= 4) return true;
-  // Narrowed: every type it now rounds to (bf16 pairs round to bf16) must fit the budget.
-  bool ok = after.dot_pairs.empty() || budget_allows(DType::BF16, max_rel_error_);
+  const int b = narrowest_bytes(p_, st, after);
+  if (b >= narrowest_bytes(p_, st, before) || b >= 4) return true;
+  // Narrowed: every type it now rounds to (bf16 pairs and AMX tiles round to bf16) must fit the
+  // budget.
+  bool ok = (after.dot_pairs.empty() && !directives::amx_rounds(p_, st, after)) ||
+            budget_allows(DType::BF16, max_rel_error_);
   for (const auto& ty :
        {after.precision.storage, after.precision.compute, after.precision.accumulate})
     ok = ok && (!ty || budget_allows(*ty, max_rel_error_));
@@ -89,7 +94,7 @@ std::optional<Schedule> Mutator::mutate(const Schedule& s, std::mt19937_64& rng,
       }
       std::vector<const StageSchedule*> ok;
       for (const StageSchedule& v : cands)
-        if (!(v == base) && allowed(base, v)) ok.push_back(&v);
+        if (!(v == base) && allowed(st, base, v)) ok.push_back(&v);
       if (ok.empty()) continue;
       r[st.name] = *ok[std::uniform_int_distribution<size_t>(0, ok.size() - 1)(rng)];
       changed = true;
@@ -98,7 +103,8 @@ std::optional<Schedule> Mutator::mutate(const Schedule& s, std::mt19937_64& rng,
       break;
     }
   }
-  if (!changed) return std::nullopt;
+  // Later changes can undo earlier ones (a stage's amx, then one of its old loop entries).
+  if (!changed || r == s) return std::nullopt;
   return r;
 }
 

@@ -36,7 +36,7 @@ class Mutator {
                                  std::vector<std::string>* changes = nullptr) const;
 
  private:
-  bool allowed(const StageSchedule& before, const StageSchedule& after) const;
+  bool allowed(const Stage& st, const StageSchedule& before, const StageSchedule& after) const;
 
   const Program& p_;
   const Target& t_;

@@ -148,6 +148,25 @@ void write_header(const std::string& path, const LibraryOptions& opts, const std
     << "static void " << L << "_on_error_(void* user_context, const char* msg) {\n"
     << "  (void)user_context;\n  strncpy(" << L << "_last_error_, msg, sizeof " << L << "_last_error_ - 1);\n}\n"
     << "static inline const char* " << L << "_last_error(void) { return " << L << "_last_error_; }\n\n";
+  // AMX tiles fault (SIGILL) until Linux grants the process their state: a
+  // kernel scheduled on them asks once, in its _run wrapper.
+  const auto uses_amx = [](const BuiltKernel& k) {
+    for (const Schedule& s : k.schedules)
+      for (const auto& [name, ss] : s.stages)
+        if (ss.amx && s.options.opt_level != 0) return true;
+    return false;
+  };
+  const bool any_amx = std::any_of(kernels.begin(), kernels.end(), uses_amx);
+  if (any_amx)
+    h << "#if defined(__linux__) && defined(__x86_64__)\n#include <sys/syscall.h>\n#include "
+         "<unistd.h>\n#endif\n"
+      << "// Asks Linux for the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM, XTILEDATA) once; 1 "
+         "when granted.\n"
+      << "static inline int " << L << "_request_amx_(void) {\n"
+      << "#if defined(__linux__) && defined(__x86_64__)\n"
+      << "  static int state = 0;\n"
+      << "  if (!state) state = syscall(SYS_arch_prctl, 0x1023, 18) == 0 ? 1 : -1;\n"
+      << "  return state > 0;\n#else\n  return 0;\n#endif\n}\n\n";
   if (device) {
     h << "// Brings an output back from the device and releases the device copies of all buffers.\n"
       << "static inline int " << L << "_finish_(halide_buffer_t** bufs, int n, int n_in, int rc) {\n"
@@ -175,6 +194,11 @@ void write_header(const std::string& path, const LibraryOptions& opts, const std
     h << "static inline int " << F << "_run(";
     for (size_t i = 0; i < params.size(); ++i) h << (i ? ", " : "") << params[i];
     h << ") {\n  halide_set_error_handler(" << L << "_on_error_);\n  " << L << "_last_error_[0] = 0;\n";
+    if (uses_amx(k))
+      h << "  if (!" << L << "_request_amx_()) {\n    strncpy(" << L << "_last_error_, \"" << F
+        << ": runs on AMX tiles, but Linux did not grant this process their state (arch_prctl)\", "
+           "sizeof "
+        << L << "_last_error_ - 1);\n    return -1;\n  }\n";
     auto null_check = [&](const std::string& var, const char* what) {
       h << "  if (!" << var << ") {\n    strncpy(" << L << "_last_error_, \"" << F << ": " << what << " '" << var
         << "' is NULL\", sizeof " << L << "_last_error_ - 1);\n    return -1;\n  }\n";

@@ -205,6 +205,14 @@ Kernel::Kernel(const Program& p, const Schedule& s, const Target& t) : impl_(std
     throw TargetError("target '" + t.name + "' (" + t.halide +
                       ") cannot run in this process; JIT needs a target this CPU supports (use 'host'), "
                       "or generate a library with `pto gen` instead");
+  for (const auto& [name, ss] : s.stages)
+    if (ss.amx && s.options.opt_level != 0) {
+      std::string why;
+      if (!request_amx_state(&why))
+        throw TargetError("stage '" + name +
+                          "' runs on AMX tiles (amx), but this process cannot use them: " + why);
+      break;
+    }
   impl_->program = p.clone();
   impl_->schedule = s;
   impl_->target = t;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "backends/Amx.h"
 #include "backends/Exp.h"
 #include "backends/OnlineSoftmax.h"
 #include "backends/StoreIn.h"
@@ -404,6 +405,10 @@ class Lowering {
       define_online_softmax(st, *ss->online_softmax);
       return;
     }
+    if (ss && ss->amx) {
+      define_amx(st);
+      return;
+    }
     if (ss && ss->compute_with) {
       define_computed_with(st, *ss->compute_with, args, vars, compute, prec);
       return;
@@ -586,9 +591,9 @@ class Lowering {
     types_[st.name] = acc;
   }
 
-  // online_softmax (backends/OnlineSoftmax.h): the stage as FlashAttention's
-  // loop; `funcs` replace stages or inputs in the expressions it lowers.
-  void define_online_softmax(const Stage& st, const OnlineSoftmax& os) {
+  // What a stage that defines its Funcs itself (online_softmax, amx) lowers
+  // expressions with; `funcs` replace stages or inputs in them.
+  FusedLowering fused_lowering() {
     FusedLowering fl;
     fl.lower = [this](const Expr& e, const std::map<std::string, Halide::Expr>& vars,
                       const std::map<std::string, Halide::Func>& funcs) {
@@ -608,7 +613,20 @@ class Lowering {
       return in->second;
     };
     fl.stage_func = [this](const std::string& n) { return funcs_.at(n); };
-    funcs_.emplace(st.name, lower_online_softmax(p_, st, os, t_, func_name(st.name), fl, !o_.for_autoscheduler));
+    return fl;
+  }
+
+  // online_softmax (backends/OnlineSoftmax.h): the stage as FlashAttention's loop.
+  void define_online_softmax(const Stage& st, const OnlineSoftmax& os) {
+    funcs_.emplace(st.name, lower_online_softmax(p_, st, os, t_, func_name(st.name),
+                                                 fused_lowering(), !o_.for_autoscheduler));
+    types_[st.name] = Halide::Float(32);
+  }
+
+  // amx (backends/Amx.h): the contraction on AMX tiles.
+  void define_amx(const Stage& st) {
+    funcs_.emplace(st.name,
+                   lower_amx(p_, st, func_name(st.name), fused_lowering(), !o_.for_autoscheduler));
     types_[st.name] = Halide::Float(32);
   }
 

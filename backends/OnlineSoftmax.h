@@ -20,22 +20,12 @@
 #include <map>
 #include <string>
 
+#include "backends/FusedLowering.h"
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"
 #include "target/Target.h"
 
 namespace pto {
-
-struct FusedLowering {
-  // A DSL expression as Halide: its variables bound to `vars`, accesses to
-  // the tensors in `funcs` calling those Funcs, others as Lower does.
-  std::function<Halide::Expr(const Expr&, const std::map<std::string, Halide::Expr>& vars,
-                             const std::map<std::string, Halide::Func>& funcs)>
-      lower;
-  std::function<Halide::Expr(const Dim&)> extent;            // a dim's size
-  std::function<std::optional<Halide::ImageParam>(const std::string&)> input;  // a program input
-  std::function<Halide::Func(const std::string&)> stage_func;  // a defined stage's Func
-};
 
 // The stage's Func (named `func_name`), defined, and scheduled unless `schedule` is false.
 Halide::Func lower_online_softmax(const Program& p, const Stage& st, const OnlineSoftmax& os, const Target& t,

@@ -197,6 +197,15 @@ struct StageSchedule {
   // The stage and the softmax it reads run as one fused loop (OnlineSoftmax
   // above); it owns the stage's loops. Unset: the stages as scheduled.
   std::optional<OnlineSoftmax> online_softmax;
+  // The contraction on the CPU's matrix unit (AMX on Sapphire Rapids): a sum
+  // over k of a product of two factors, one reading (i, k), the other (k, j)
+  // (i, j the stage's last two dims, the dims before them batch loops), runs
+  // as 16 x 16 tiles of f32 accumulators in AMX tile registers, each step one
+  // tdpbf16ps of up to 32 k. The factors are rounded to bf16 into packed
+  // copies first, so f32 factors are a precision change (an accuracy budget
+  // decides) and bf16 ones exact (directives/Amx.h). It owns the stage's
+  // loops. false: vector FMAs.
+  bool amx = false;
   // Computed in one loop with the reduction that reads it (ComputeWith
   // above), which then owns the loops of both. Unset: computed on its own.
   std::optional<ComputeWith> compute_with;

@@ -1,15 +1,16 @@
 #include "target/Target.h"
 
 #include <Halide.h>
-
+#include <fmt/format.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "dsl/Error.h"
 
@@ -245,6 +246,22 @@ bool Target::runs_here() const {
     if (t.has_feature(f) && !host.has_feature(f)) return false;
   }
   return true;
+}
+
+bool request_amx_state(std::string* why) {
+#if defined(__linux__) && defined(__x86_64__)
+  static const int err = [] {
+    constexpr long kReqXcompPerm = 0x1023;  // ARCH_REQ_XCOMP_PERM
+    constexpr long kXtiledata = 18;         // XFEATURE_XTILEDATA
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) == 0 ? 0 : errno;
+  }();
+  if (err && why)
+    *why = std::string("arch_prctl(ARCH_REQ_XCOMP_PERM) failed: ") + std::strerror(err);
+  return err == 0;
+#else
+  if (why) *why = "AMX tiles are requested from Linux on x86-64 only";
+  return false;
+#endif
 }
 
 }  // namespace pto

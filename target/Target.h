@@ -68,4 +68,10 @@ Target parse_target(const std::string& name);
 std::vector<Target> parse_targets(const std::string& comma_list);
 std::vector<std::string> known_target_names();
 
+// Asks Linux for the AMX tile state of this process (arch_prctl
+// ARCH_REQ_XCOMP_PERM for XTILEDATA), once: until it is granted, every AMX
+// instruction faults (SIGILL). True when granted; false off Linux or x86, or
+// where the kernel refuses (its reason in `why`).
+bool request_amx_state(std::string* why = nullptr);
+
 }  // namespace pto

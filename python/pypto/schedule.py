@@ -137,6 +137,16 @@ class StageSchedule(LoopDirectives):
         self._d["online_softmax"] = {"rows": int(rows), "keys": int(keys)}
         return self
 
+    def amx(self, on: bool = True) -> "StageSchedule":
+        """Run the contraction on AMX tiles (16 x 16 f32 accumulators, bf16 factors; Sapphire Rapids).
+
+        The stage must be a sum over k of L(.., i, k) * R(.., k, j) at root; f32 factors are rounded to bf16."""
+        if on:
+            self._d["amx"] = True
+        else:
+            self._d.pop("amx", None)
+        return self
+
     def store_in(self, consumer: str | None) -> "StageSchedule":
         """Store the stage in `consumer`'s buffer, which rewrites it in place (softmax's exponentials
         written into the output row and scaled there); None stores it in its own again."""

@@ -5,6 +5,7 @@
 // and explain's head line lists them in it.
 #include "dsl/Error.h"
 #include "schedules/directives/AccumulatorAt.h"
+#include "schedules/directives/Amx.h"
 #include "schedules/directives/Cache.h"
 #include "schedules/directives/ComputeWith.h"
 #include "schedules/directives/Device.h"
@@ -40,6 +41,7 @@ const std::vector<const Directive*>& directives() {
       &dot_pairs_directive(),
       &rfactor_directive(),
       &online_softmax_directive(),
+      &amx_directive(),
       &compute_with_directive(),
       &store_in_directive(),
       &pipeline_directive(),

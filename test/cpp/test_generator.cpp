@@ -204,3 +204,23 @@ TEST_CASE("JIT on the OpenCL device (PoCL) matches the float64 reference", "[gen
     CHECK(test::tolerance_ratio(test::run_f32(k, in)[0], interpret(p, in).at("Y"), 1e-5, 1e-6) <= 1.0);
   }
 }
+
+TEST_CASE("a kernel on AMX tiles asks Linux for their state in its _run wrapper",
+          "[generator][amx]") {
+  const fs::path dir = scratch("lib_amx");
+  LibraryOptions o;
+  o.name = "amxlib";
+  o.targets = {parse_target("x86-64-sapphirerapids")};
+  KernelSpec mm{"mm", make_workload("matmul", {{"M", 32}, {"K", 64}, {"N", 32}}), {}};
+  Schedule s;
+  s["C"].amx = true;
+  validate(mm.program, s, &o.targets[0]);
+  mm.schedules["x86-64-sapphirerapids"] = s;
+  const std::string h = read_text(generate_library({mm, small_softmax()}, o, dir.string()).header);
+  CHECK_THAT(h, Contains("static inline int amxlib_request_amx_(void)"));
+  CHECK_THAT(h, Contains("if (!amxlib_request_amx_()) {"));
+  CHECK_THAT(h, Contains("amxlib_mm: runs on AMX tiles"));
+  // Only the kernel that uses them asks.
+  const std::string softmax_run = h.substr(h.find("static inline int amxlib_softmax_run("));
+  CHECK_THAT(softmax_run.substr(0, softmax_run.find("return rc;")), !Contains("request_amx"));
+}

@@ -43,6 +43,7 @@ StageSchedule bad_value(std::string_view directive, const Stage& st) {
   if (directive == "online_softmax") ss.online_softmax = OnlineSoftmax{0, 64};
   if (directive == "compute_with") ss.compute_with = ComputeWith{"no_such_stage", 16};
   if (directive == "store_in") ss.store_in = "no_such_stage";
+  if (directive == "amx") ss.amx = true, ss.device = "opencl";  // tiles on the CPU only
   return ss;
 }
 
