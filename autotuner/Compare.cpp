@@ -195,4 +195,22 @@ std::vector<CompareRow> compare(const Program& p, const Target& t,
   return rows;
 }
 
+TunedComparison compare_tuned(const Program& p, const Target& t, const Schedule& def,
+                              const Schedule& tuned, const CompareOptions& o) {
+  TunedComparison r;
+  r.tuned_is_default = tuned == def;
+  std::vector<std::pair<std::string, Schedule>> impls = {{"pto-default", def}};
+  if (!r.tuned_is_default) impls.emplace_back("pto-tuned", tuned);
+  r.rows = compare(p, t, impls, o);
+  std::stable_partition(r.rows.begin(), r.rows.end(),
+                        [](const CompareRow& row) { return row.impl != "pto-tuned"; });
+  if (r.tuned_is_default)
+    for (const CompareRow& row : std::vector<CompareRow>(r.rows))
+      if (row.impl == "pto-default") {
+        r.rows.push_back(row);
+        r.rows.back().impl = "pto-tuned";
+      }
+  return r;
+}
+
 }  // namespace pto::tuner

@@ -45,4 +45,16 @@ std::vector<CompareRow> compare(const Program& p, const Target& t,
                                 const std::vector<std::pair<std::string, Schedule>>& schedules,
                                 const CompareOptions& o = {});
 
+// The tuning tools' table: "pto-default", the autoschedulers, "pto-tuned",
+// in that order. The default is always a candidate of the search; when it
+// won (`tuned` is the default), the tuned row is the default's row (timing
+// one schedule twice would only show the noise between two runs), with
+// `tuned_is_default` set.
+struct TunedComparison {
+  std::vector<CompareRow> rows;
+  bool tuned_is_default = false;
+};
+TunedComparison compare_tuned(const Program& p, const Target& t, const Schedule& def,
+                              const Schedule& tuned, const CompareOptions& o = {});
+
 }  // namespace pto::tuner

@@ -9,6 +9,7 @@
 #include "dsl/Analysis.h"
 #include "dsl/Error.h"
 #include "schedules/LoopNest.h"
+#include "schedules/directives/Amx.h"
 
 namespace pto::tuner {
 namespace {
@@ -105,6 +106,37 @@ void nest_features(const Stage& st, const LoopSchedule& ls, bool update, const T
   if (mode == 2 && first_r > 0) f[LogRegTile] += share * log2p(acc);
 }
 
+// A stage on AMX tiles owns its loops (its entry has none): what its nest
+// is, in the features of a loop nest, so that the model does not take it for
+// a plain scalar loop. Strips of 16 columns in parallel, 16 x 16 accumulator
+// tiles held through the reduction (a register tile), vectors of 16 lanes,
+// one strip's packed R (k x 16 bf16 pairs) as the step's footprint.
+void amx_features(const Program& p, const Stage& st, const Target& t, double share,
+                  std::vector<float>& f) {
+  const auto c = directives::amx_contraction(p, st);
+  if (!c) return;
+  double tasks = static_cast<double>(c->n) / 16;
+  for (size_t d = 0; d + 2 < st.shape.size(); ++d)
+    tasks *= st.shape[d].is_symbolic() ? 1.0 : static_cast<double>(st.shape[d].value);
+  const double cores = std::max(1, t.cores);
+  const double bytes = 32.0 * static_cast<double>(c->depth);
+  f[Vec] += share;
+  f[VecFrac] += share;
+  f[LogInnerExtent] += share * log2p(16);
+  f[Par] += share;
+  f[LogTasksPerCore] += share * std::log2(tasks / cores + 1);
+  f[TaskBalance] += share * (tasks / (std::ceil(tasks / cores) * cores));
+  f[Mode2] += share;
+  f[RedTiled] += share;
+  f[LogRegTile] += share * log2p(256);
+  f[FitL1] += share * (bytes <= static_cast<double>(t.l1_bytes) ? 1 : 0);
+  f[FitL2] += share * (bytes <= static_cast<double>(t.l2_bytes) ? 1 : 0);
+  f[LogStepOverL1] += share * std::log2(std::max(1.0, bytes / static_cast<double>(t.l1_bytes)));
+  StageSchedule on;
+  on.amx = true;
+  if (directives::amx_rounds(p, st, on)) f[Narrow] += share;
+}
+
 void check(int rc, const char* what) {
   if (rc != 0)
     throw Error(std::string("cost model: XGBoost ") + what + " failed: " + XGBGetLastError());
@@ -182,8 +214,12 @@ std::vector<float> schedule_features(const Program& p, const Target& t, const Sc
       inter += n;
     }
     std::vector<float> nf(kFeatures, 0.0f);
-    nest_features(st, x.loops, false, t, st.reduce && x.update ? 0.1 * share : share, nf);
-    if (st.reduce && x.update) nest_features(st, *x.update, true, t, share, nf);
+    if (x.amx) {
+      amx_features(p, st, t, share, nf);
+    } else {
+      nest_features(st, x.loops, false, t, st.reduce && x.update ? 0.1 * share : share, nf);
+      if (st.reduce && x.update) nest_features(st, *x.update, true, t, share, nf);
+    }
     for (int k = 0; k < kFeatures; ++k) g[k] += nf[k];
     if (x.pipeline.async) g[Async] += share;
     if (x.rfactor) g[x.rfactor->parallel ? SplitCores : RFactor] += share;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autotuner/SearchSpace.h"
+#include "dsl/Analysis.h"
 #include "schedules/Validate.h"
 #include "schedules/directives/Amx.h"
 #include "schedules/directives/Directive.h"
@@ -53,7 +54,17 @@ std::string shape_of(const directives::Directive& d, const StageSchedule& ss) {
 }  // namespace
 
 Mutator::Mutator(const Program& p, const Target& t, double max_rel_error)
-    : p_(p), t_(t), max_rel_error_(max_rel_error) {}
+    : p_(p), t_(t), max_rel_error_(max_rel_error) {
+  // 70% by FLOP share, 30% uniform: a BERT FFN's two matmuls (99% of its
+  // FLOPs) get most draws, its bias and activation stages still some.
+  const auto& stages = p_.stages();
+  double total = 0;
+  for (const Stage& st : stages) total += stage_flops(st);
+  for (const Stage& st : stages)
+    stage_weights_.push_back(
+        0.3 / static_cast<double>(stages.size()) +
+        (total > 0 ? 0.7 * stage_flops(st) / total : 0.7 / static_cast<double>(stages.size())));
+}
 
 bool Mutator::allowed(const Stage& st, const StageSchedule& before,
                       const StageSchedule& after) const {
@@ -80,7 +91,8 @@ std::optional<Schedule> Mutator::mutate(const Schedule& s, std::mt19937_64& rng,
   for (int c = 0; c < count; ++c) {
     // A few draws of (stage, directive) until one offers a change.
     for (int attempt = 0; attempt < 8; ++attempt) {
-      const Stage& st = stages[std::uniform_int_distribution<size_t>(0, stages.size() - 1)(rng)];
+      const Stage& st = stages[std::discrete_distribution<size_t>(stage_weights_.begin(),
+                                                                  stage_weights_.end())(rng)];
       const directives::Directive& d =
           *dirs[std::uniform_int_distribution<size_t>(0, dirs.size() - 1)(rng)];
       if (d.name() == "device" && !t_.has_device()) continue;
@@ -105,6 +117,25 @@ std::optional<Schedule> Mutator::mutate(const Schedule& s, std::mt19937_64& rng,
   }
   // Later changes can undo earlier ones (a stage's amx, then one of its old loop entries).
   if (!changed || r == s) return std::nullopt;
+  return r;
+}
+
+std::optional<Schedule> Mutator::apply_everywhere(const Schedule& s,
+                                                  const directives::Directive& d) const {
+  Schedule r = s;
+  for (const Stage& st : p_.stages()) {
+    const StageSchedule base = r.find(st.name) ? *r.find(st.name) : StageSchedule{};
+    try {
+      const directives::CheckContext ctx{p_, r, &t_, st, base, stage_precision(p_, r, st.name)};
+      for (const StageSchedule& v : d.candidates(ctx))
+        if (!(v == base) && allowed(st, base, v)) {
+          r[st.name] = v;
+          break;
+        }
+    } catch (const std::exception&) {
+    }
+  }
+  if (r == s) return std::nullopt;
   return r;
 }
 

@@ -21,6 +21,7 @@
 
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"
+#include "schedules/directives/Directive.h"
 #include "target/Target.h"
 
 namespace pto::tuner {
@@ -29,11 +30,18 @@ class Mutator {
  public:
   Mutator(const Program& p, const Target& t, double max_rel_error);
 
-  // `s` with `count` directive changes (each on a random stage); nullopt when
-  // no directive offered a change. The result is not validated as a whole.
+  // `s` with `count` directive changes (each on a random stage, drawn by its
+  // share of the program's FLOPs: where the time goes, plus a floor for the
+  // cheap ones); nullopt when no directive offered a change, or the changes
+  // undid each other. The result is not validated as a whole.
   // `changes` (if given) receives "stage.directive" of each change.
   std::optional<Schedule> mutate(const Schedule& s, std::mt19937_64& rng, int count = 1,
                                  std::vector<std::string>* changes = nullptr) const;
+
+  // `s` with directive `d`'s first allowed candidate on every stage that has
+  // one, in program order (each given the entries set before it); nullopt
+  // when no stage has one. Not validated as a whole.
+  std::optional<Schedule> apply_everywhere(const Schedule& s, const directives::Directive& d) const;
 
  private:
   bool allowed(const Stage& st, const StageSchedule& before, const StageSchedule& after) const;
@@ -41,6 +49,7 @@ class Mutator {
   const Program& p_;
   const Target& t_;
   double max_rel_error_;
+  std::vector<double> stage_weights_;  // per stage of p_, for the draw of a stage
 };
 
 }  // namespace pto::tuner

@@ -27,6 +27,21 @@ class ModelStrategy : public SeededStrategy {
   }
 
   Proposal propose() override {
+    // First, each directive that owns a stage's loops (AMX tiles, online
+    // softmax) on top of the default, on every stage it fits: the model
+    // cannot rank those structures until one is measured.
+    if (!structural_done_ && !measured_.empty()) {
+      structural_done_ = true;
+      for (const directives::Directive* d : directives::directives())
+        if (d->owns_loops())
+          if (auto s = mutator_.apply_everywhere(measured_.front().schedule, *d))
+            structural_.push_back({{}, std::move(*s), "seed"});
+    }
+    while (!structural_.empty()) {
+      Proposal c = std::move(structural_.front());
+      structural_.erase(structural_.begin());
+      if (proposed_.insert(schedule_to_json_string(*c.schedule, -1)).second) return c;
+    }
     std::vector<const Measured*> parents;
     for (const Measured& m : measured_)
       if (std::isfinite(m.ms)) parents.push_back(&m);
@@ -50,6 +65,18 @@ class ModelStrategy : public SeededStrategy {
         } catch (const std::exception&) {
           continue;
         }
+      } else if (i % 8 == 1 && parents.size() >= 2) {
+        // Crossover by stage: two good parents' entries mixed, so that
+        // changes found on different parents (one matmul on AMX tiles in one,
+        // the other in the other) meet.
+        const size_t a = pick(parents.size()), b = pick(parents.size());
+        if (a == b) continue;
+        Schedule child = parents[a]->schedule;
+        for (const auto& [name, entry] : parents[b]->schedule.stages)
+          if (chance(0.5)) child.stages[name] = entry;
+        if (child == parents[a]->schedule || child == parents[b]->schedule) continue;
+        c = {{}, std::move(child), name()};
+        changed.push_back("crossover");
       } else {
         const size_t a = pick(parents.size()), b = pick(parents.size());
         const int n = std::uniform_int_distribution<int>(1, 3)(rng_);
@@ -79,10 +106,38 @@ class ModelStrategy : public SeededStrategy {
         }
         score[i] -= static_cast<float>(bonus);
       }
-      best = static_cast<size_t>(std::min_element(score.begin(), score.end()) - score.begin());
+      // Every other proposal, while the pool has any, is the best-ranked one
+      // that makes a kind of change never proposed before: the model cannot
+      // rank a structure it has not seen (AMX tiles, a split across cores
+      // look like plain loops to it until one is measured), and epsilon-greedy
+      // picks from a pool of 128 found them in about one search in three.
+      std::vector<size_t> order(score.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return score[a] < score[b]; });
+      // A new kind alone on its parent where the pool has one: paired with
+      // another change, a failure of that one (a full unroll timing out)
+      // would condemn it.
+      best = order.front();
+      if (++ranked_ % 2 == 0) {
+        const auto novel = [&](size_t i, bool alone) {
+          return (!alone || changes[i].size() == 1) &&
+                 std::any_of(changes[i].begin(), changes[i].end(),
+                             [&](const std::string& ch) { return !tried_.count(ch); });
+        };
+        const auto first = [&](bool alone) {
+          return std::find_if(order.begin(), order.end(),
+                              [&](size_t i) { return novel(i, alone); });
+        };
+        if (auto it = first(true); it != order.end())
+          best = *it;
+        else if (auto it2 = first(false); it2 != order.end())
+          best = *it2;
+      }
     }
-    for (const std::string& ch : changes[best]) ++tried_[ch];
-    proposed_.insert(schedule_to_json_string(*pool[best].schedule, -1));
+    const std::string key = schedule_to_json_string(*pool[best].schedule, -1);
+    proposed_.insert(key);
+    pending_[key] = changes[best];
     return pool[best];
   }
 
@@ -93,7 +148,16 @@ class ModelStrategy : public SeededStrategy {
     } catch (const std::exception&) {
       return;
     }
-    proposed_.insert(schedule_to_json_string(s, -1));
+    const std::string key = schedule_to_json_string(s, -1);
+    proposed_.insert(key);
+    // A kind of change counts as tried once a schedule making it ran, or
+    // failed twice: a first failure may be another change's (a full unroll
+    // that timed out next to it), and the kind is then still new.
+    if (const auto it = pending_.find(key); it != pending_.end()) {
+      for (const std::string& ch : it->second)
+        if (std::isfinite(ms) || ++failed_[ch] >= 2) ++tried_[ch];
+      pending_.erase(it);
+    }
     measured_.push_back({s, schedule_features(space_.program(), space_.target(), s), ms});
     if (std::isfinite(ms) && base_ms_ == 0) base_ms_ = ms;  // the default schedule comes first
     refit();
@@ -143,7 +207,13 @@ class ModelStrategy : public SeededStrategy {
   std::vector<TransferSample> transfer_;
   std::vector<Measured> measured_;
   std::set<std::string> proposed_;
-  std::map<std::string, int> tried_;  // "stage.directive" -> proposals that changed it
+  std::map<std::string, int> tried_;   // kind of change -> measured schedules that made it
+  std::map<std::string, int> failed_;  // kind of change -> failed schedules that made it
+  std::map<std::string, std::vector<std::string>>
+      pending_;     // proposed schedule -> its kinds of change
+  int ranked_ = 0;  // proposals ranked by the model
+  bool structural_done_ = false;
+  std::vector<Proposal> structural_;  // the default with each loop-owning directive
   double base_ms_ = 0;
 };
 

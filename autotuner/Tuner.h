@@ -20,7 +20,7 @@ namespace pto::tuner {
 struct TuneOptions {
   int trials = 50;              // total trials for this workload (including resumed ones)
   double time_budget_s = 0;     // 0 = none; otherwise stop starting new trials after this
-  std::string strategy = "evolutionary";
+  std::string strategy = "model";
   double max_rel_error = 0;     // accuracy budget; 0 = exact f32
   uint64_t seed = 0;
   std::string db_path;          // default: default_db_path()

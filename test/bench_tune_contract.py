@@ -23,7 +23,10 @@ def main() -> None:
     impls = {r["impl"] for r in records}
     assert {"pto-default", "pto-tuned", "tvm-metaschedule"} <= impls, impls
     for r in records:
-        assert set(r) == {"workload", "impl", "median_ms", "min_ms", "max_ms", "gflops", "max_rel_error"}, r
+        # "same_as": the tuned schedule is the default, and its row the default's.
+        assert set(r) - {"same_as"} == {"workload", "impl", "median_ms", "min_ms", "max_ms", "gflops",
+                                        "max_rel_error"}, r
+        assert r.get("same_as", "pto-default") == "pto-default" and ("same_as" not in r or r["impl"] == "pto-tuned"), r
         assert 0 < r["min_ms"] <= r["median_ms"] <= r["max_ms"], r
         assert r["max_rel_error"] <= 1e-4, r
     tuners = {t["tuner"]: t for t in tuning}

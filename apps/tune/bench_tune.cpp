@@ -279,14 +279,21 @@ int main(int argc, char** argv) {
           tuning.push_back(rep);
         }
       }
-      std::vector<std::pair<std::string, Schedule>> scheds{{"pto-default", default_schedule(p, t)}};
-      if (r.best) scheds.push_back({"pto-tuned", schedule_from_json_string(r.best->schedule_json)});
       CompareOptions co;
       co.autoschedulers = halide ? halide_autoscheduler_names() : std::vector<std::string>{};
       co.min_seconds = min_seconds;
       co.rounds = rounds;
-      auto rows = compare(p, t, scheds, co);
-      std::stable_partition(rows.begin(), rows.end(), [](const CompareRow& r) { return r.impl != "pto-tuned"; });
+      const Schedule def = default_schedule(p, t);
+      std::vector<CompareRow> rows;
+      bool tuned_is_default = false;
+      if (r.best) {
+        TunedComparison cmp =
+            compare_tuned(p, t, def, schedule_from_json_string(r.best->schedule_json), co);
+        rows = std::move(cmp.rows);
+        tuned_is_default = cmp.tuned_is_default;
+      } else {
+        rows = compare(p, t, {{"pto-default", def}}, co);
+      }
 #ifdef PTO_HAVE_DNNL
       if (b.workload == "matmul") rows.push_back(onednn_matmul(p, min_seconds));
 #endif
@@ -322,6 +329,7 @@ int main(int argc, char** argv) {
                            {"max_ms", row.time.max_ms},
                            {"gflops", row.gflops},
                            {"max_rel_error", row.max_rel_error}});
+        if (row.impl == "pto-tuned" && tuned_is_default) records.back()["same_as"] = "pto-default";
       }
       std::printf("%-22s PTO: %zu trials (%d failed) in %.0f s, 90%% of its best after %d",
                   b.label.c_str(), r.history.size(), r.failures, pto_s, r.trials_to_90);

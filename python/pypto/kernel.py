@@ -423,7 +423,7 @@ class KernelFunction:
 
     def tune(self, *args: Any, trials: int = 20, max_rel_error: float = 0.0, seed: int = 0,
              progress: bool = True, min_seconds: float = 0.05, db: str = "",
-             strategy: str = "evolutionary") -> Any:
+             strategy: str = "model") -> Any:
         """Runs the C++ autotuner (`pto tune`) on these arrays' static shapes; installs the best
         schedule and returns a TuneResult.
 

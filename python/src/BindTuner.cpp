@@ -105,7 +105,7 @@ void bind_tuner(py::module_& m) {
         return d;
       },
       py::arg("program"), py::arg("target") = "host", py::arg("trials") = 20, py::arg("db") = "",
-      py::arg("strategy") = "evolutionary", py::arg("seed") = 0, py::arg("max_rel_error") = 0.0,
+      py::arg("strategy") = "model", py::arg("seed") = 0, py::arg("max_rel_error") = 0.0,
       py::arg("min_seconds") = 0.05, py::arg("time_budget_s") = 0.0, py::arg("worker") = "",
       py::arg("jobs") = 0, py::arg("progress") = py::none(),
       "Runs the C++ autotuner (pto tune) on a program with static sizes; returns its trials as "

@@ -347,6 +347,9 @@ Schedule default_schedule(const Program& p, const Target& t) {
       reduction(p, st, t, s);
   interleave_transcendentals(p, t, s);
   specialize_symbolic(p, s);
+  // bf16 contractions on AMX tiles where the CPU has them (Amx.cpp), before
+  // the type rules would give them bf16 pairs.
+  amx_contractions(p, t, s);
   apply_type_rules(p, t, s);
   return s;
 }

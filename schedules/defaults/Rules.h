@@ -14,6 +14,7 @@
 //                        or vector lanes of partials along a reduced one;
 //                        parallel over kept dims or split across cores
 //   DotPairs.cpp         bf16 sums over operands laid out in pairs: dot_pairs
+//   Amx.cpp              contractions of bf16 factors on AMX tiles
 //   DataMovement.cpp     transposes: lanes x lanes blocks
 //   Im2col.cpp           a channels-first convolution's im2col copy: whole or
 //                        per column tile, and its GEMM's tile order
@@ -199,6 +200,9 @@ std::string stream_var(const Program& p, const Stage& st);
 
 // DotPairs.cpp
 void dot_pairs(const Program& p, const Target& t, Schedule& s);
+
+// Amx.cpp
+void amx_contractions(const Program& p, const Target& t, Schedule& s);
 
 // Attention.cpp
 OnlineSoftmax online_softmax_block(const Target& t);  // rows x keys of its blocks

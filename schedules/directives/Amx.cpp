@@ -84,6 +84,8 @@ namespace {
 struct AmxDirective : Directive {
   AmxDirective() : Directive("amx") {}
 
+  bool owns_loops() const override { return true; }
+
   void parse_value(const nlohmann::json& v, StageSchedule& ss,
                    const std::string& path) const override {
     ss.amx = json::get_bool(v, path);

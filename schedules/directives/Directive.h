@@ -146,6 +146,12 @@ class Directive {
   // calls decides the names it generates.
   virtual bool schedules_reduction() const { return false; }
 
+  // Does it replace the stage's whole loop nest with one of its own
+  // (online_softmax, amx)? The tuner's cost model cannot rank such a
+  // structure from loop features; its model strategy measures each once,
+  // applied wherever it fits.
+  virtual bool owns_loops() const { return false; }
+
   // Appended to the stage's head line in explain (", async").
   virtual std::string explain_head(const StageSchedule& ss) const { return ""; }
   // Lines printed inside loop `loop` of the stage's pure (update = false) or

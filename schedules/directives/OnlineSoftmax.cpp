@@ -155,6 +155,8 @@ constexpr int64_t kMaxBlock = 4096;
 struct OnlineSoftmaxDirective : Directive {
   OnlineSoftmaxDirective() : Directive("online_softmax") {}
 
+  bool owns_loops() const override { return true; }
+
   void parse_value(const nlohmann::json& v, StageSchedule& ss, const std::string& path) const override {
     json::check_keys(v, path, {"rows", "keys"});
     if (!v.contains("rows") || !v.contains("keys")) json::fail(path, "needs \"rows\" and \"keys\"");

@@ -110,9 +110,14 @@ TEST_CASE("BERT encoder layer in mixed bf16 matches a float64 reference", "[mode
   const bert_ref::Vec want = bert_ref::layer(in["X"].data, in["mask"].data, w, c);
   const Target t = parse_target("host");
   const Schedule s = default_schedule(p, t);
-  bool paired = false;
-  for (const auto& [name, ss] : s.stages) paired |= !ss.dot_pairs.empty();
-  CHECK(paired == t.avx512_bf16);
+  // Its projections: on AMX tiles where the CPU has them, else in bf16 pairs on avx512_bf16.
+  bool paired = false, tiles = false;
+  for (const auto& [name, ss] : s.stages) {
+    paired |= !ss.dot_pairs.empty();
+    tiles |= ss.amx;
+  }
+  CHECK(tiles == t.amx);
+  CHECK((paired || tiles) == t.avx512_bf16);
   for (const Schedule& sc : {plain_schedule(p), s}) {
     const HostTensor got = run_f32(Kernel(p, sc, t), in)[0];
     double scale = 0;

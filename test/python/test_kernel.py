@@ -332,10 +332,11 @@ def test_tune_progress_is_reported_by_the_cpp_tuner_per_trial(mats, tmp_path):
     calls = []
     r = _pto.tune(mm.program(a, b), trials=3, db=str(tmp_path / "t.db"), min_seconds=0.01,
                   worker=worker_executable(), progress=calls.append)
-    # One report before the first trial, then one per trial with that trial's record.
+    # One report before the first trial, then one per trial with that trial's record (in the
+    # order they finish: a batch's trials compile together, a failure reports when it is known).
     assert [c["trial"] for c in calls] == [0, 1, 2, 3] and all(c["trials"] == 3 for c in calls)
     assert calls[0]["last"] is None
-    assert [c["last"]["index"] for c in calls[1:]] == [t["index"] for t in r["trials"]]
+    assert sorted(c["last"]["index"] for c in calls[1:]) == [t["index"] for t in r["trials"]]
     assert calls[-1]["best_ms"] == r["best"]["median_ms"]
 
     def boom(report):

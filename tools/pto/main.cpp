@@ -187,9 +187,8 @@ int cmd_tune(TuneArgs& a) {
   co.autoschedulers = tuner::halide_autoscheduler_names();
   co.tolerance = std::max({co.tolerance, a.o.max_rel_error, tuner::rounding_tolerance(p)});
   std::fprintf(stderr, "pto tune: timing default, Halide autoschedulers and the best tuned schedule side by side ...\n");
-  auto rows = tuner::compare(p, t, {{"pto-default", default_schedule(p, t)}, {"pto-tuned", best}}, co);
-  // Table order: default, Halide's autoschedulers, tuned.
-  std::stable_partition(rows.begin(), rows.end(), [](const tuner::CompareRow& r) { return r.impl != "pto-tuned"; });
+  const tuner::TunedComparison cmp = tuner::compare_tuned(p, t, default_schedule(p, t), best, co);
+  const auto& rows = cmp.rows;
   double def_ms = 0;
   for (const auto& row : rows)
     if (row.impl == "pto-default" && row.ok) def_ms = row.time.median_ms;
@@ -202,6 +201,8 @@ int cmd_tune(TuneArgs& a) {
     std::printf("%-22s %10.3f %10.3f %10.3f %9.1f %10.2fx\n", row.impl.c_str(), row.time.median_ms, row.time.min_ms,
                 row.time.max_ms, row.gflops, def_ms > 0 ? def_ms / row.time.median_ms : 0.0);
   }
+  if (cmp.tuned_is_default)
+    std::printf("(no candidate beat the default: the tuned schedule is the default)\n");
   return 0;
 }
 
