@@ -107,7 +107,7 @@ class ModelStrategy : public SeededStrategy {
         score[i] -= static_cast<float>(bonus);
       }
       // Every other proposal, while the pool has any, is the best-ranked one
-      // that makes a kind of change never proposed before: the model cannot
+      // that makes a kind of change not measured yet: the model cannot
       // rank a structure it has not seen (AMX tiles, a split across cores
       // look like plain loops to it until one is measured), and epsilon-greedy
       // picks from a pool of 128 found them in about one search in three.
