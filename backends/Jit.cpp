@@ -206,7 +206,7 @@ Kernel::Kernel(const Program& p, const Schedule& s, const Target& t) : impl_(std
                       ") cannot run in this process; JIT needs a target this CPU supports (use 'host'), "
                       "or generate a library with `pto gen` instead");
   for (const auto& [name, ss] : s.stages)
-    if (ss.amx && s.options.opt_level != 0) {
+    if (ss.amx && s.options.opt_level != 0 && t.amx) {  // else validation names the target
       std::string why;
       if (!request_amx_state(&why))
         throw TargetError("stage '" + name +

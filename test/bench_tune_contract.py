@@ -14,11 +14,20 @@ from pathlib import Path
 TRIALS = 4
 
 
-def main() -> None:
+def run() -> dict:
     out = Path(tempfile.mkdtemp()) / "bench_tune.json"
     subprocess.run([sys.argv[1], "--workloads", "softmax_384x768", "--trials", str(TRIALS), "--min-seconds", "0.05",
                     "--rounds", "2", "--tune-min-seconds", "0.02", "--json", str(out)], check=True)
-    data = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+def main() -> None:
+    data = run()
+    # MetaSchedule's 4 trials can all be invalid candidates ("found no valid schedule"): bench_tune
+    # reports its row as failed and goes on; that search, not the contract, gets a second try.
+    if not any(r["impl"] == "tvm-metaschedule" for r in data["records"]):
+        print("bench_tune contract: MetaSchedule found no schedule in", TRIALS, "trials; once more")
+        data = run()
     records, tuning = data["records"], data["tuning"]
     impls = {r["impl"] for r in records}
     assert {"pto-default", "pto-tuned", "tvm-metaschedule"} <= impls, impls

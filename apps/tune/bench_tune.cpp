@@ -302,8 +302,13 @@ int main(int argc, char** argv) {
       sm.pto_s = pto_s;
       sm.pto_90 = r.trials_to_90;
       if (tvm && tvm->report.is_object()) {
-        sm.tvm_s = tvm->report.value("tuning_s", 0.0);
-        sm.tvm_90 = tvm->report.value("trials_to_90", 0);
+        // A failed search reports nulls (no best, no trial at 90%).
+        const auto number = [&](const char* key) {
+          const auto it = tvm->report.find(key);
+          return it != tvm->report.end() && it->is_number() ? it->get<double>() : 0.0;
+        };
+        sm.tvm_s = number("tuning_s");
+        sm.tvm_90 = static_cast<int>(number("trials_to_90"));
       }
       const double flops = b.flops > 0 ? b.flops : program_flops(p);
       for (auto& row : rows) {

@@ -137,11 +137,20 @@ class StageSchedule(LoopDirectives):
         self._d["online_softmax"] = {"rows": int(rows), "keys": int(keys)}
         return self
 
+    # The entry's keys that shape its own loops: a directive that owns them (amx) replaces them.
+    _LOOP_KEYS = ("tile", "order", "vectorize", "unroll", "parallel", "update", "accumulator_at", "cache",
+                  "rfactor", "skip_padding", "dot_pairs", "pipeline", "pad_lanes", "specialize", "store_in",
+                  "store")
+
     def amx(self, on: bool = True) -> "StageSchedule":
         """Run the contraction on AMX tiles (16 x 16 f32 accumulators, bf16 factors; Sapphire Rapids).
 
-        The stage must be a sum over k of L(.., i, k) * R(.., k, j) at root; f32 factors are rounded to bf16."""
+        The stage must be a sum over k of L(.., i, k) * R(.., k, j); it is computed at root and the
+        tiles replace its loop directives. f32 factors are rounded to bf16."""
         if on:
+            for k in self._LOOP_KEYS:
+                self._d.pop(k, None)
+            self._d["compute"] = "root"
             self._d["amx"] = True
         else:
             self._d.pop("amx", None)

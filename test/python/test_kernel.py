@@ -258,6 +258,28 @@ def test_schedule_dot_pairs(rng):
     np.testing.assert_allclose(conv(x, wp, b), want, **tol)
 
 
+def test_schedule_amx(rng):
+    # A matmul on AMX tiles: both factors rounded to bf16, sums in f32; 20 rows (not whole
+    # tiles of 16) and k = 40 (not whole steps of 32) are padded. Where the CPU has no AMX,
+    # the schedule is refused by name.
+    a = rng.standard_normal((20, 40)).astype(np.float32)
+    b = rng.standard_normal((40, 32)).astype(np.float32)
+
+    @pypto.kernel(dynamic=False)
+    def mm(A, B):
+        return A @ B
+    stage = mm.schedule(a, b)["matmul"]
+    assert stage.amx() is stage
+    if not pypto.target_info()["amx"]:
+        with pytest.raises(pypto.PtoError, match="amx needs a CPU with AMX tiles"):
+            mm(a, b)
+        return
+    assert "tdpbf16ps" in mm.explain(a, b)
+    # Each product of bf16-rounded factors errs by at most 2^-8 of |a||b|.
+    bound = np.abs(a).astype(np.float64) @ np.abs(b) * 2.0 ** -8
+    assert np.all(np.abs(mm(a, b) - a.astype(np.float64) @ b) <= bound + 1e-5)
+
+
 def test_default_pads_few_columns(rng):
     # 12 output columns (under a 16-lane vector on AVX-512; on AVX2's 8 lanes
     # a whole vector and a part one): the float64 answer either way, and
