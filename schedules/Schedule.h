@@ -116,7 +116,11 @@ struct RFactor {
   // reduction step over the block's rows, unrolled, its partials in registers.
   // The rows then stream together (several memory streams in flight: a
   // matrix-vector product's rows of A) and what they share (x) is loaded once
-  // per step for all of them.
+  // per step for all of them. Across cores (parallel, no vector_lanes) it is
+  // split-K with a register tile: each chunk's partials over a block of rows
+  // x the stage's innermost dim in vectors, all in registers through the
+  // chunk's steps (a [33, 4096] @ [4096, 33] has too few output tiles to
+  // share, and many steps).
   bool interleave = false;
   bool operator==(const RFactor&) const = default;
 };

@@ -76,7 +76,7 @@ OuterIterations outer_iterations(const Stage& st, std::pair<size_t, size_t> rc) 
 // [4, 4096] @ [4096, 4096]: 4 x 6 2.3 ms, 2 x 12 (two row tiles) 3.6, 4 x 4
 // 4.6.
 std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t,
-                          LoopSchedule& ls, const TileOperands& ops, bool pad) {
+                          LoopSchedule& ls, const TileOperands& ops, bool pad, double* cycles) {
   const int lanes = t.vector_lanes(DType::F32);
   const std::string row = e.vars[rc.first], col = e.vars[rc.second];
   const int64_t rows = static_extent(e.shape[rc.first]), cols = static_extent(e.shape[rc.second]);
@@ -180,6 +180,7 @@ std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Ta
         serial = true;
       }
     }
+    if (cycles) *cycles = best.cycles;
     if (best.cycles >= 0) {
       tr = best.r;
       tc = best.v * lanes;
@@ -645,6 +646,87 @@ int64_t wide_tile_vectors(const Target& t) {
 
 // A contraction with no epilogue to be computed in (an output, or read by a
 // reduction): the same micro-kernel, into an accumulator tile of its own.
+// Below this many steps a chunk's fixed costs (its partials' init and the
+// combine pass) outweigh what the split saves, which the cost model does not
+// see: 2 threads, Zen 4, split / output tiles: [48, 300] @ [300, 80] (chunks
+// of 150) 1.13x slower, [3, 500] @ [500, 128] 1.07x; [30, 1024] @ [1024, 64]
+// (512) 1.12x faster, [8, 4096] @ [4096, 128] 1.75x, [16, 16384] @ [16384, 64] 2.1x.
+constexpr int64_t kMinChunkSteps = 512;
+
+// Split-K with a register tile (rfactor across cores, interleaved): the
+// cores take chunks of the reduction instead of tiles of the output, each
+// running every output tile over its chunk in a block of rows x all the
+// columns in vectors, and the stage adds the chunks. It pays where the
+// output has too few register tiles to share evenly and the reduction is
+// long: [33, 4096] @ [4096, 33] (two column tiles of 32, the second for one
+// column; 3 row tiles) 0.103 -> 0.050 ms on 2 threads of Zen 4 (TVM
+// MetaSchedule, 64 trials: 0.052). Taken where register_tile_cost says the
+// busiest core finishes first, a core's chunk costed as a one-core tile
+// sweep plus the combine of the chunks. The chunks (a multiple of the cores,
+// at most 4 per core) divide the reduction: a guarded last chunk keeps the
+// partials in memory; each of at least kMinChunkSteps. The block of rows
+// divides the rows (interleave_problem) and is the one the cost model picks. Contractions without
+// an epilogue, static, one reduction variable, a pure batch dim too short to share.
+bool split_reduction(const Stage& mm, std::pair<size_t, size_t> rc, const Target& t,
+                     const TileOperands& ops, double tile_cycles, StageSchedule& ms) {
+  if (t.cores < 2 || tile_cycles <= 0 || mm.kind != OpKind::Contraction || mm.rvars.size() != 1 ||
+      ops.steps <= 0 || rc.second + 1 != mm.vars.size() || !static_tile(mm, rc))
+    return false;
+  const OuterIterations outer = outer_iterations(mm, rc);
+  if (outer.symbolic || outer.known >= t.cores) return false;
+  const int64_t steps = ops.steps;
+  int64_t chunks = 0;
+  for (int64_t n = t.cores; !chunks && n <= 4 * t.cores; n += t.cores)
+    if (steps % n == 0 && steps / n >= kMinChunkSteps) chunks = n;
+  if (!chunks) return false;
+  // The widest vectors that leave at most one lane past whole ones (a wider
+  // masked tail keeps its partials in memory: chunk_tile_lanes).
+  const int64_t rows = static_extent(mm.shape[rc.first]), cols = static_extent(mm.shape[rc.second]);
+  int lanes = t.vector_lanes(DType::F32);
+  while (lanes > 4 && cols % lanes > 1) lanes /= 2;
+  if (cols % lanes > 1) return false;
+  const int64_t vectors = (cols + lanes - 1) / lanes;
+  TileOperands chunk = ops;
+  chunk.steps = steps / chunks;
+  if (ms.compute.kind != Placement::Kind::Root) return false;
+  std::optional<StageSchedule> best;
+  double best_cycles = tile_cycles;
+  for (int64_t r = 2; r <= std::min<int64_t>(rows, 16); ++r) {
+    if (rows % r != 0) continue;
+    const double per_chunk =
+        register_tile_cost(rows, cols, r, vectors, lanes, 1, TileSharing::Tiles, chunk, t).cycles;
+    const double cycles =
+        static_cast<double>(outer.known) * (per_chunk * static_cast<double>(chunks / t.cores) +
+                                            static_cast<double>(rows * vectors * chunks));
+    if (cycles >= best_cycles) continue;
+    StageSchedule v = ms;
+    v.loops = LoopSchedule{};
+    v.loops.tile[mm.vars[rc.first]] = {r};
+    if (lanes != t.vector_lanes(DType::F32)) {
+      v.loops.vectorize = mm.vars[rc.second];
+      v.loops.vector_width = lanes;
+    }
+    v.accumulator_at.clear();
+    v.update.reset();
+    v.specialize = false;
+    v.cache.clear();
+    v.pad_lanes.clear();
+    v.rfactor = RFactor{};
+    v.rfactor->rvar = mm.rvars[0].name;
+    v.rfactor->factor = static_cast<int>(steps / chunks);
+    v.rfactor->parallel = true;
+    v.rfactor->interleave = true;
+    if (!directives::rfactor_problem(mm, *v.rfactor, &t, DType::F32).empty() ||
+        !directives::interleave_problem(mm, v, &t).empty())
+      continue;
+    best = v;
+    best_cycles = cycles;
+  }
+  if (!best) return false;
+  ms = *best;
+  return true;
+}
+
 void contraction_alone(const Program& p, const Stage& mm, const Target& t, Schedule& s) {
   const auto rc = tile_dims(mm);
   StageSchedule& ms = s[mm.name];
@@ -654,9 +736,12 @@ void contraction_alone(const Program& p, const Stage& mm, const Target& t, Sched
     return;
   }
   const bool pad = padded_columns(p, mm, t);
+  const TileOperands ops = tile_operands(p, mm, rc);
+  double tile_cycles = -1;
   ms.accumulator_at = channels_last_conv(mm)
                           ? channels_last_tile(mm, t, ms.loops, max_tile_pixels(p, mm))
-                          : register_tile(mm, rc, t, ms.loops, tile_operands(p, mm, rc), pad);
+                          : register_tile(mm, rc, t, ms.loops, ops, pad, &tile_cycles);
+  if (!channels_last_conv(mm) && split_reduction(mm, rc, t, ops, tile_cycles, ms)) return;
   ms.specialize = specialized_tile(mm, ms.loops);
   ms.update = micro_kernel(mm, rc, t, static_tile(mm, rc));
   if (ms.specialize) unroll_by_tile(mm, rc, ms.loops, t, *ms.update);

@@ -103,8 +103,11 @@ struct TileOperands {
 TileOperands tile_operands(const Program& p, const Stage& mm, std::pair<size_t, size_t> rc);
 // `pad`: a column extent that is not whole vectors is tiled as whole vectors
 // in one column tile (the contraction's micro-kernel pads it: padded_columns).
+// `cycles`, where given, receives the modelled cycles of the tile it chose
+// (register_tile_cost; negative where no static tile was costed).
 std::string register_tile(const Stage& e, std::pair<size_t, size_t> rc, const Target& t,
-                          LoopSchedule& ls, const TileOperands& ops = {}, bool pad = false);
+                          LoopSchedule& ls, const TileOperands& ops = {}, bool pad = false,
+                          double* cycles = nullptr);
 // The loop register tile `ls` packs a column tile's panel of B at: the one
 // just outside the row tiles that read it.
 std::string panel_loop(const Stage& mm, std::pair<size_t, size_t> rc, const LoopSchedule& ls);

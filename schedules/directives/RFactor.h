@@ -21,8 +21,11 @@ std::string rfactor_problem(const Stage& st, const RFactor& rf, const Target* ta
 
 // Why `ss`'s rfactor cannot interleave its rows (RFactor::interleave), or ""
 // when it can: the stage computed at root, its innermost tiled pure dim static
-// and tiled once by a divisor from 2 to 16.
-std::string interleave_problem(const Stage& st, const StageSchedule& ss);
+// and tiled once by a divisor from 2 to 16; across cores, that dim outside
+// the innermost and the block's vectors of partials within the target's
+// registers (counted with a target only).
+std::string interleave_problem(const Stage& st, const StageSchedule& ss,
+                               const Target* target = nullptr);
 
 // Steps of a chunk across cores (RFactor::parallel without vector_lanes)
 // unrolled inside each vector of the stage's innermost dim, where the chunk

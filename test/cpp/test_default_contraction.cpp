@@ -124,7 +124,13 @@ TEST_CASE("default contraction matches float64 at odd, prime and size-1 extents"
 }
 
 TEST_CASE("default contraction: the register tile with the fewest estimated cycles", "[defaults][contraction]") {
-  const Target& t = host_target();
+  // The caches and cores these tiles were chosen for (2 cores of the
+  // Sapphire Rapids VM): the panel terms depend on the L2, which differs
+  // between hosts (1 MiB on Zen 4 narrows the 96 x 3000 x 200 tile).
+  Target t = host_target();
+  t.cores = 2;
+  t.l1_bytes = 48 * 1024;
+  t.l2_bytes = 2 << 20;
   const int lanes = t.vector_lanes(DType::F32);
   if (lanes != 16 || t.vector_registers < 32) return;  // the AVX-512 tiles below
   const auto tile = [&](int64_t m, int64_t k, int64_t n) {
@@ -230,4 +236,29 @@ TEST_CASE("default contraction in row blocks matches float64 where the last bloc
       CHECK(check(kern, m, k, n, rng) <= 1.0);
     }
   }
+}
+
+// Few output tiles and a long reduction: the cores split the reduction
+// (rfactor across cores with a register tile per chunk, split_reduction);
+// a square matmul keeps its output tiles. Checked against float64.
+TEST_CASE("default contraction: a small output over a long reduction splits it across cores",
+          "[defaults][contraction]") {
+  Target t = host_target();
+  if (t.vector_lanes(DType::F32) != 16 || t.vector_registers < 32) return;  // the AVX-512 costs
+  t.cores = 2;
+  const Schedule s = default_schedule(matmul_program(33, 4096, 33, false), t);
+  const StageSchedule& ms = s.stages.at("matmul");
+  REQUIRE(ms.rfactor);
+  CHECK(ms.rfactor->parallel);
+  CHECK(ms.rfactor->interleave);
+  CHECK(4096 % ms.rfactor->factor == 0);
+  CHECK(33 % ms.loops.tile.at("i").at(0) == 0);
+  CHECK(ms.accumulator_at.empty());
+  std::mt19937 rng(7);
+  const Kernel kern(matmul_program(33, 4096, 33, false), s, host_target());
+  CHECK(check(kern, 33, 4096, 33, rng) <= 1.0);
+  CHECK_FALSE(
+      default_schedule(matmul_program(1024, 1024, 1024, false), t).stages.at("matmul").rfactor);
+  // A reduction no multiple of the cores has no whole chunks: the output tiles stay.
+  CHECK_FALSE(default_schedule(matmul_program(33, 4097, 33, false), t).stages.at("matmul").rfactor);
 }

@@ -377,7 +377,12 @@ TEST_CASE("rfactor: interleaved rows match float64, validate and round-trip", "[
   CHECK_THROWS_WITH(validate(p, s, &t), Contains("no static pure dim is tiled"));
   s["r"].loops.tile["i"] = {4};
   s["r"].rfactor->parallel = true;
-  CHECK_THROWS_WITH(validate(p, s, &t), Contains("cannot be combined with \"parallel\""));
+  // Across cores the block's rows must lie outside the vectorized innermost dim.
+  CHECK_THROWS_WITH(validate(p, s, &t), Contains("stage 'r': rfactor interleave across cores") &&
+                                            Contains("a static pure dim outside its innermost"));
+  s["r"].rfactor->factor = 100;
+  s["r"].rfactor->vector_lanes = lanes;
+  CHECK_THROWS_WITH(validate(p, s, &t), Contains("nor across cores with \"vector_lanes\""));
   CHECK_THROWS_WITH(
       schedule_from_json_string(
           R"({"schema": 1, "stages": {"r": {"rfactor": {"rvar": "j", "factor": 16, "interleave": 1}}}})"),
@@ -453,4 +458,70 @@ TEST_CASE("rfactor: the search space offers it and its schedules validate", "[rf
   for (const Schedule& s : valid_samples(space, p, t, 200, 3))
     for (const auto& [n, ss] : s.stages) with += ss.rfactor.has_value();
   CHECK(with > 0);
+}
+
+// Split-K with a register tile (parallel + interleave): every chunk of the
+// reduction runs each block of rows x the innermost dim in vectors, partials
+// in registers, and the stage adds the chunks. Random shapes (batched and
+// not, columns whole vectors or with a masked tail, chunks that do and do not
+// divide the reduction, narrower vectors) against float64.
+TEST_CASE("rfactor: split-K register tiles match float64 at random shapes", "[rfactor]") {
+  const Target t = parse_target("host");
+  const int lanes = t.vector_lanes(DType::F32);
+  std::mt19937 rng(33);
+  int ran = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    std::uniform_int_distribution<int64_t> rows_d(1, 6), k_d(2, 700), n_d(1, 3 * lanes + 3),
+        b_d(1, 2);
+    const int64_t tile = std::uniform_int_distribution<int64_t>(2, 4)(rng);
+    const int64_t m = tile * rows_d(rng), k = k_d(rng), n = n_d(rng),
+                  batch = trial % 3 == 0 ? b_d(rng) : 0;
+    Program p("splitk");
+    const Shape as = batch ? Shape{Dim(batch), Dim(m), Dim(k)} : Shape{Dim(m), Dim(k)};
+    const Shape bs = batch ? Shape{Dim(batch), Dim(k), Dim(n)} : Shape{Dim(k), Dim(n)};
+    const Tensor a = p.input("A", as), b = p.input("B", bs);
+    p.output(ops::matmul(a, b, "C"));
+    const Stage& st = p.stage("C");
+    Schedule s;
+    s["C"].loops.tile[st.vars[st.vars.size() - 2]] = {tile};
+    const int width = trial % 4 == 3 ? std::max(1, lanes / 4) : 0;
+    if (width) {
+      s["C"].loops.vectorize = st.vars.back();
+      s["C"].loops.vector_width = width;
+    }
+    RFactor rf;
+    rf.rvar = st.rvars[0].name;
+    rf.factor = static_cast<int>(
+        std::uniform_int_distribution<int64_t>(1, std::max<int64_t>(1, k - 1))(rng));
+    rf.factor = std::max(2, rf.factor);
+    rf.parallel = true;
+    rf.interleave = true;
+    s["C"].rfactor = rf;
+    INFO("batch " << batch << " m " << m << " k " << k << " n " << n << " tile " << tile
+                  << " chunk " << rf.factor << " width " << width);
+    if (k <= rf.factor) {
+      CHECK_THROWS_WITH(validate(p, s, &t), Contains("less than the extent"));
+      continue;
+    }
+    try {
+      validate(p, s, &t);
+    } catch (const ScheduleError& e) {
+      // Too many vectors of partials for the registers: the check says so.
+      CHECK_THAT(e.what(), Contains("vectors of partials per block"));
+      continue;
+    }
+    const auto sizes = [](const Shape& sh) {
+      std::vector<int64_t> v;
+      for (const Dim& d : sh) v.push_back(d.value);
+      return v;
+    };
+    std::map<std::string, HostTensor> in = {{"A", random_tensor(sizes(as), rng)},
+                                            {"B", random_tensor(sizes(bs), rng)}};
+    // A reassociated f32 sum of k products in [-1, 1].
+    CHECK(check(p, s, in, 1e-5, 2.0 * static_cast<double>(k) * 6e-8 * 4) <= 1.0);
+    CHECK(schedule_from_json_string(schedule_to_json_string(s, 2)) == s);
+    CHECK_THAT(explain(p, s, &t), Contains("a register tile of " + std::to_string(tile) + " rows"));
+    ++ran;
+  }
+  CHECK(ran >= 6);  // the draws above leave most shapes valid
 }
