@@ -13,6 +13,7 @@
 #include "dsl/IRVisitor.h"
 #include "schedules/LoopNest.h"
 #include "schedules/defaults/Rules.h"
+#include "schedules/directives/OnlineSoftmax.h"
 #include "schedules/directives/PadLanes.h"
 #include "schedules/directives/RFactor.h"
 #include "schedules/directives/Specialize.h"
@@ -700,17 +701,14 @@ bool split_reduction(const Stage& mm, std::pair<size_t, size_t> rc, const Target
                                             static_cast<double>(rows * vectors * chunks));
     if (cycles >= best_cycles) continue;
     StageSchedule v = ms;
-    v.loops = LoopSchedule{};
+    directives::clear_plain_loops(v);
+    v.specialize = false;
+    v.pad_lanes.clear();
     v.loops.tile[mm.vars[rc.first]] = {r};
     if (lanes != t.vector_lanes(DType::F32)) {
       v.loops.vectorize = mm.vars[rc.second];
       v.loops.vector_width = lanes;
     }
-    v.accumulator_at.clear();
-    v.update.reset();
-    v.specialize = false;
-    v.cache.clear();
-    v.pad_lanes.clear();
     v.rfactor = RFactor{};
     v.rfactor->rvar = mm.rvars[0].name;
     v.rfactor->factor = static_cast<int>(steps / chunks);

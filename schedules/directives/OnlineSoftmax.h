@@ -53,7 +53,9 @@ std::optional<SoftmaxContraction> softmax_contraction(const Program& p, const St
                                                       std::string* why = nullptr);
 
 // The fields of a stage entry that shape the plain contraction's loops, which
-// online_softmax replaces: cleared when a schedule turns it on.
+// online_softmax replaces: cleared when a schedule turns it on (and by the
+// other structures that bring their own loops: amx, split-K's proposals and
+// default).
 void clear_plain_loops(StageSchedule& ss);
 
 }  // namespace pto::directives

@@ -8,6 +8,7 @@
 #include "schedules/directives/DotPairs.h"
 #include "schedules/directives/Json.h"
 #include "schedules/directives/Loops.h"
+#include "schedules/directives/OnlineSoftmax.h"
 
 namespace pto::directives {
 
@@ -795,16 +796,15 @@ struct RFactorDirective : Directive {
           for (int w = lanes; w >= std::min(lanes, 4); w /= 2) {
             if (rows.value % b != 0) continue;
             StageSchedule v = c.ss;
-            v.loops = LoopSchedule{};
+            clear_plain_loops(v);
+            v.pad_lanes.clear();
+            v.specialize = false;
             v.loops.tile[st.vars[st.vars.size() - 2]] = {b};
             if (w != lanes) {
               v.loops.vectorize = st.vars.back();
               v.loops.vector_width = w;
             }
-            without_update(v, rf);
-            v.cache.clear();
-            v.pad_lanes.clear();
-            v.specialize = false;
+            v.rfactor = rf;
             out.push_back(std::move(v));
           }
       }
