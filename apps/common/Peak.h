@@ -38,7 +38,10 @@ __attribute__((target("avx2,fma"))) inline void chains256(long iters) {
     for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], b, c);
   volatile float sink = 0;
   alignas(32) float v[8];
-  for (int i = 0; i < 12; ++i) _mm256_store_ps(v, acc[i]), sink = sink + v[0];
+  for (int i = 0; i < 12; ++i) {
+    _mm256_store_ps(v, acc[i]);
+    sink = sink + v[0];
+  }
 }
 
 // GFLOP/s of one thread running `chains` (12 chains of `lanes`-wide FMAs, 2 flops each).

@@ -13,7 +13,10 @@
 // and, on matmul, oneDNN, in --rounds interleaved rounds (best round's
 // median). Reported per tuner: tuning wall time, trials to reach 90% of its
 // final best, and the best-so-far curve (in --json, for
-// apps/tune/plot_curves.py).
+// apps/tune/plot_curves.py). The machine's fp32 FMA peak, measured here
+// (apps/common/Peak.h), bounds what any tuner can reach on the compute-bound
+// rows: each row prints its share of it, and the summary the share that
+// 1.2x MetaSchedule's speed would need.
 //
 //   build/bin/bench_tune [--trials 64] [--strategy model] [--workloads a,b]
 //                        [--no-tvm] [--halide] [--json FILE]
@@ -32,6 +35,7 @@
 #include <random>
 #include <sstream>
 
+#include "apps/common/Peak.h"
 #include "autotuner/Compare.h"
 #include "autotuner/Tuner.h"
 #include "autotuner/Worker.h"
@@ -239,11 +243,13 @@ int main(int argc, char** argv) {
   std::printf("bench_tune: %d trials per workload, PTO strategy %s, seed %llu, target %s\n",
               o.trials, o.strategy.c_str(), static_cast<unsigned long long>(o.seed),
               t.halide.c_str());
-  std::printf("%-22s %-22s %10s %10s %10s %9s %10s\n", "workload", "impl", "median ms", "min ms", "max ms", "GFLOP/s",
-              "vs default");
+  const double peak = bench::fma_peak_gflops(t.cores);
+  std::printf("fp32 FMA peak of %d threads, measured: %.1f GFLOP/s\n", t.cores, peak);
+  std::printf("%-22s %-22s %10s %10s %10s %9s %7s %10s\n", "workload", "impl", "median ms", "min ms", "max ms",
+              "GFLOP/s", "% peak", "vs default");
   struct Summary {
     std::string label;
-    double def = 0, tuned = 0, tvm = 0, pto_s = 0, tvm_s = 0;
+    double def = 0, tuned = 0, tvm = 0, pto_s = 0, tvm_s = 0, flops = 0;
     int pto_90 = 0, tvm_90 = 0;
   };
   std::vector<Summary> summary;
@@ -311,6 +317,7 @@ int main(int argc, char** argv) {
         sm.tvm_90 = static_cast<int>(number("trials_to_90"));
       }
       const double flops = b.flops > 0 ? b.flops : program_flops(p);
+      sm.flops = flops;
       for (auto& row : rows) {
         if (!row.ok) continue;
         row.gflops = flops / (row.time.median_ms * 1e6);
@@ -324,9 +331,9 @@ int main(int argc, char** argv) {
           if (row.impl == "pto-default" || row.impl == "pto-tuned") rc = 1;
           continue;
         }
-        std::printf("%-22s %-22s %10.4f %10.4f %10.4f %9.1f %9.2fx\n", b.label.c_str(),
-                    row.impl.c_str(), row.time.median_ms, row.time.min_ms, row.time.max_ms,
-                    row.gflops, sm.def > 0 ? sm.def / row.time.median_ms : 0.0);
+        std::printf("%-22s %-22s %10.4f %10.4f %10.4f %9.1f %6.0f%% %9.2fx\n", b.label.c_str(),
+                    row.impl.c_str(), row.time.median_ms, row.time.min_ms, row.time.max_ms, row.gflops,
+                    peak > 0 ? 100 * row.gflops / peak : 0.0, sm.def > 0 ? sm.def / row.time.median_ms : 0.0);
         records.push_back({{"workload", b.label},
                            {"impl", row.impl},
                            {"median_ms", row.time.median_ms},
@@ -348,8 +355,10 @@ int main(int argc, char** argv) {
     }
   }
   // The summary: each tuner's result and cost, and the ratios the issue tracks.
-  std::printf("\n%-22s %9s %9s %9s %10s %10s %8s %8s %8s %8s\n", "workload", "default", "tuned",
-              "tvm", "tuned/def", "tuned/tvm", "pto s", "tvm s", "pto 90%", "tvm 90%");
+  // "1.2x tvm": the share of the FMA peak that 1.2x MetaSchedule's speed needs
+  // (over 100%: no schedule can reach it on this machine).
+  std::printf("\n%-22s %9s %9s %9s %10s %10s %9s %8s %8s %8s %8s\n", "workload", "default", "tuned",
+              "tvm", "tuned/def", "tuned/tvm", "1.2x tvm", "pto s", "tvm s", "pto 90%", "tvm 90%");
   std::vector<double> vs_def, vs_tvm;
   double pto_total = 0, tvm_total = 0;
   for (const Summary& sm : summary) {
@@ -359,8 +368,9 @@ int main(int argc, char** argv) {
     if (gt > 0) vs_tvm.push_back(gt);
     pto_total += sm.pto_s;
     tvm_total += sm.tvm_s;
-    std::printf("%-22s %9.4f %9.4f %9.4f %9.2fx %9.2fx %8.0f %8.0f %8d %8d\n", sm.label.c_str(),
-                sm.def, sm.tuned, sm.tvm, gd, gt, sm.pto_s, sm.tvm_s, sm.pto_90, sm.tvm_90);
+    const double needs = sm.tvm > 0 && peak > 0 ? 100 * 1.2 * sm.flops / (sm.tvm * 1e6) / peak : 0;
+    std::printf("%-22s %9.4f %9.4f %9.4f %9.2fx %9.2fx %8.0f%% %8.0f %8.0f %8d %8d\n", sm.label.c_str(), sm.def,
+                sm.tuned, sm.tvm, gd, gt, needs, sm.pto_s, sm.tvm_s, sm.pto_90, sm.tvm_90);
   }
   std::printf(
       "geometric mean: tuned / default %.2fx, tuned / MetaSchedule %.2fx (min %.2fx); tuning wall "
@@ -372,7 +382,7 @@ int main(int argc, char** argv) {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
   if (!json_path.empty()) {
     std::ofstream f(json_path);
-    f << nlohmann::json{{"records", records}, {"tuning", tuning}}.dump(2) << "\n";
+    f << nlohmann::json{{"records", records}, {"tuning", tuning}, {"fma_peak_gflops", peak}}.dump(2) << "\n";
     if (!f) {
       std::fprintf(stderr, "bench_tune: cannot write %s\n", json_path.c_str());
       return 1;
