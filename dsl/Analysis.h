@@ -12,8 +12,10 @@
 
 namespace pto {
 
-// Arithmetic operations to compute every element of `stage` once
-// (a multiply-add in a reduction counts 2). Symbolic sizes come from `sizes`;
+// Arithmetic operations to compute every element of `stage` once: the
+// operations on values read from tensors (a multiply-add in a reduction counts
+// 2; index arithmetic, bounds guards, selects and casts count 0, so a padded
+// convolution counts 2*N*O*OH*OW*C*KH*KW/groups). Symbolic sizes come from `sizes`;
 // an unbound one throws ShapeError.
 double stage_flops(const Stage& stage, const std::map<std::string, int64_t>& sizes = {});
 double program_flops(const Program& p, const std::map<std::string, int64_t>& sizes = {});

@@ -17,7 +17,7 @@
 // blocked by 32 output channels, likewise laid out once (models::resnet_conv:
 // conv2d_nhwc), ONNX Runtime plain NCHW (its native layout).
 // GFLOP/s are the layer's 2 * N * O * OH * OW * C * KH * KW, not program_flops()
-// (which would count the padding guards and the padded copy).
+// (which also counts the bias and ReLU epilogue).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstring>

@@ -57,8 +57,8 @@ namespace {
 struct Bench {
   std::string label, workload;
   std::map<std::string, int64_t> sizes;
-  // FLOPs for GFLOP/s when program_flops() (every operation of the expression,
-  // padding guards included) is not the conventional count; 0 = program_flops().
+  // FLOPs for GFLOP/s where the conventional count leaves out part of what
+  // program_flops() counts (a convolution's bias and ReLU epilogue); 0 = program_flops().
   double flops = 0;
 };
 
@@ -245,8 +245,8 @@ int main(int argc, char** argv) {
               t.halide.c_str());
   const double peak = bench::fma_peak_gflops(t.cores);
   std::printf("fp32 FMA peak of %d threads, measured: %.1f GFLOP/s\n", t.cores, peak);
-  std::printf("%-22s %-22s %10s %10s %10s %9s %7s %10s\n", "workload", "impl", "median ms", "min ms", "max ms",
-              "GFLOP/s", "% peak", "vs default");
+  std::printf("%-22s %-22s %10s %10s %10s %9s %7s %10s\n", "workload", "impl", "median ms",
+              "min ms", "max ms", "GFLOP/s", "% peak", "vs default");
   struct Summary {
     std::string label;
     double def = 0, tuned = 0, tvm = 0, pto_s = 0, tvm_s = 0, flops = 0;
@@ -332,8 +332,9 @@ int main(int argc, char** argv) {
           continue;
         }
         std::printf("%-22s %-22s %10.4f %10.4f %10.4f %9.1f %6.0f%% %9.2fx\n", b.label.c_str(),
-                    row.impl.c_str(), row.time.median_ms, row.time.min_ms, row.time.max_ms, row.gflops,
-                    peak > 0 ? 100 * row.gflops / peak : 0.0, sm.def > 0 ? sm.def / row.time.median_ms : 0.0);
+                    row.impl.c_str(), row.time.median_ms, row.time.min_ms, row.time.max_ms,
+                    row.gflops, peak > 0 ? 100 * row.gflops / peak : 0.0,
+                    sm.def > 0 ? sm.def / row.time.median_ms : 0.0);
         records.push_back({{"workload", b.label},
                            {"impl", row.impl},
                            {"median_ms", row.time.median_ms},
@@ -369,8 +370,9 @@ int main(int argc, char** argv) {
     pto_total += sm.pto_s;
     tvm_total += sm.tvm_s;
     const double needs = sm.tvm > 0 && peak > 0 ? 100 * 1.2 * sm.flops / (sm.tvm * 1e6) / peak : 0;
-    std::printf("%-22s %9.4f %9.4f %9.4f %9.2fx %9.2fx %8.0f%% %8.0f %8.0f %8d %8d\n", sm.label.c_str(), sm.def,
-                sm.tuned, sm.tvm, gd, gt, needs, sm.pto_s, sm.tvm_s, sm.pto_90, sm.tvm_90);
+    std::printf("%-22s %9.4f %9.4f %9.4f %9.2fx %9.2fx %8.0f%% %8.0f %8.0f %8d %8d\n",
+                sm.label.c_str(), sm.def, sm.tuned, sm.tvm, gd, gt, needs, sm.pto_s, sm.tvm_s,
+                sm.pto_90, sm.tvm_90);
   }
   std::printf(
       "geometric mean: tuned / default %.2fx, tuned / MetaSchedule %.2fx (min %.2fx); tuning wall "
@@ -382,7 +384,8 @@ int main(int argc, char** argv) {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix);
   if (!json_path.empty()) {
     std::ofstream f(json_path);
-    f << nlohmann::json{{"records", records}, {"tuning", tuning}, {"fma_peak_gflops", peak}}.dump(2) << "\n";
+    f << nlohmann::json{{"records", records}, {"tuning", tuning}, {"fma_peak_gflops", peak}}.dump(2)
+      << "\n";
     if (!f) {
       std::fprintf(stderr, "bench_tune: cannot write %s\n", json_path.c_str());
       return 1;

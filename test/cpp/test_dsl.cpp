@@ -156,3 +156,23 @@ TEST_CASE("minus_row_max: a value minus its own row's max, nothing else", "[dsl]
   CHECK_FALSE(minus_row_max(p, full(var("i")) - xi));
   CHECK_FALSE(minus_row_max(p, xi + full(var("i"))));
 }
+
+TEST_CASE("FLOP counts are the definition's arithmetic, not index math or padding guards",
+          "[dsl]") {
+  // A padded, strided, grouped convolution: 2*N*O*OH*OW*(C/groups)*KH*KW, the
+  // count convolution benchmarks use (the bounds test of the padding and the
+  // index arithmetic of the window are not work).
+  Program p("conv");
+  const int N = 2, C = 8, H = 13, W = 11, O = 12, K = 3, groups = 4;
+  const Tensor x = p.input("x", {N, C, H, W});
+  const Tensor w = p.input("w", {O, C / groups, K, K});
+  ops::conv2d(x, w, Tensor{}, {2, 2}, {1, 1}, {1, 1}, groups, "y");
+  const int OH = (H + 2 - K) / 2 + 1, OW = (W + 2 - K) / 2 + 1;
+  CHECK(program_flops(p) == 2.0 * N * O * OH * OW * (C / groups) * K * K);
+  // A transpose or a pad moves values and counts nothing; relu counts one
+  // comparison per element.
+  Program q("moves");
+  const Tensor a = q.input("a", {5, 7});
+  ops::relu(ops::transpose(a, {1, 0}));
+  CHECK(program_flops(q) == 5.0 * 7);
+}
