@@ -19,12 +19,6 @@ uint16_t f16_bits(float f) {
   return b;
 }
 
-float from_f16(uint16_t b) {
-  _Float16 h;
-  std::memcpy(&h, &b, 2);
-  return static_cast<float>(h);
-}
-
 HostBuffer storage(DType t, const Shape& shape, const std::string& what) {
   if (t != DType::F32 && t != DType::BF16 && t != DType::F16)
     throw DTypeError("tuning supports f32, bf16 and f16 " + what + "; it is " + std::string(to_string(t)));
@@ -39,6 +33,12 @@ HostBuffer storage(DType t, const Shape& shape, const std::string& what) {
 }
 
 }  // namespace
+
+float from_f16(uint16_t b) {
+  _Float16 h;
+  std::memcpy(&h, &b, 2);
+  return static_cast<float>(h);
+}
 
 std::vector<float> HostBuffer::to_f32() const {
   if (dtype == DType::F32) return {f32.begin(), f32.end()};
@@ -63,6 +63,22 @@ std::vector<HostBuffer> input_buffers(const Program& p, uint64_t seed) {
     r.push_back(std::move(b));
   }
   return r;
+}
+
+HostBuffer host_buffer(DType dtype, const std::vector<int64_t>& shape, const std::string& what) {
+  HostBuffer b;
+  b.dtype = dtype;
+  b.shape = shape;
+  size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  if (dtype == DType::F32)
+    b.f32.assign(n, 0.0f);
+  else if (dtype == DType::BF16 || dtype == DType::F16)
+    b.bits.assign(n, 0);
+  else
+    throw DTypeError(what + " has type " + std::string(to_string(dtype)) +
+                     "; only f32, bf16 and f16 are supported");
+  return b;
 }
 
 std::vector<HostBuffer> output_buffers(const Program& p) {

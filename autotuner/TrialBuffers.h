@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "backends/Jit.h"
@@ -51,6 +52,13 @@ struct HostBuffer {
   BufferRef ref() { return {data(), dtype, shape, {}}; }
   std::vector<float> to_f32() const;
 };
+
+// The value of f16 bits.
+float from_f16(uint16_t bits);
+
+// Zeroed storage of one tensor of `dtype` (f32, bf16 or f16; else DTypeError
+// naming `what`) and `shape`.
+HostBuffer host_buffer(DType dtype, const std::vector<int64_t>& shape, const std::string& what);
 
 // Uniform in [-1, 1), seeded, rounded to each input's type; Program::inputs() order.
 // Throws DTypeError for types other than f32, bf16 and f16, and ShapeError for symbolic sizes.

@@ -2,17 +2,13 @@
 
 #include <limits>
 
+#include "backends/Ieee.h"
+
 namespace pto {
 namespace {
 
 Halide::Expr f32(double v) {
   return Halide::Internal::make_const(Halide::Float(32), v);
-}
-
-// NaN by its bits: Halide compiles float compares as if no operand were NaN
-// (x < -87 chose 0 for it), and x != x folds away.
-Halide::Expr is_nan_bits(const Halide::Expr& x) {
-  return (Halide::reinterpret(Halide::Int(32), x) & 0x7fffffff) > 0x7f800000;
 }
 
 // e^x for x <= 0, 0 below -87; NaN undefined.

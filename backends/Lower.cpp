@@ -6,12 +6,14 @@
 
 #include "backends/Amx.h"
 #include "backends/Exp.h"
+#include "backends/Ieee.h"
 #include "backends/OnlineSoftmax.h"
 #include "backends/StoreIn.h"
 #include "dsl/Analysis.h"
 #include "dsl/IRVisitor.h"
 #include "schedules/LoopNest.h"
 #include "schedules/Validate.h"
+#include "schedules/defaults/Defaults.h"
 #include "schedules/directives/ComputeWith.h"
 #include "schedules/directives/Directive.h"
 #include "schedules/directives/PadLanes.h"
@@ -70,8 +72,15 @@ class ExprLowering : public IRVisitor {
   ExprLowering(const Program& p, const std::map<std::string, Halide::Expr>& vars,
                const std::map<std::string, Halide::ImageParam>& inputs,
                const std::map<std::string, Halide::Func>& funcs,
-               const std::map<std::string, Halide::Type>& func_types, std::optional<DType> compute)
-      : p_(p), vars_(vars), inputs_(inputs), funcs_(funcs), func_types_(func_types), compute_(compute) {}
+               const std::map<std::string, Halide::Type>& func_types, std::optional<DType> compute,
+               bool ieee)
+      : p_(p),
+        vars_(vars),
+        inputs_(inputs),
+        funcs_(funcs),
+        func_types_(func_types),
+        compute_(compute),
+        ieee_(ieee) {}
 
   Halide::Expr lower(const Expr& e) {
     visit(e);
@@ -118,7 +127,10 @@ class ExprLowering : public IRVisitor {
         });
         break;
       }
-      case UnOp::Log: result_ = math([](auto x) { return Halide::log(x); }); break;
+      case UnOp::Log:
+        result_ =
+            math([&](auto x) { return ieee_ ? ieee_log(x, Halide::log(x)) : Halide::log(x); });
+        break;
       case UnOp::Sqrt: result_ = math([](auto x) { return Halide::sqrt(x); }); break;
       case UnOp::Sin: result_ = math([](auto x) { return Halide::sin(x); }); break;
       case UnOp::Cos: result_ = math([](auto x) { return Halide::cos(x); }); break;
@@ -134,31 +146,74 @@ class ExprLowering : public IRVisitor {
       case UnOp::Atanh: result_ = math([](auto x) { return Halide::atanh(x); }); break;
       case UnOp::Erf: {
         const Halide::Type t = a.type();
-        result_ = Halide::cast(t, Halide::erf(Halide::cast(Halide::Float(32), a)));
+        const Halide::Expr x = Halide::cast(Halide::Float(32), a);
+        const auto erf = [](const Halide::Expr& v) { return Halide::erf(v); };
+        result_ = Halide::cast(t, ieee_ ? ieee_erf(x, erf) : erf(x));
         break;
       }
       case UnOp::Floor: result_ = math([](auto x) { return Halide::floor(x); }); break;
       case UnOp::Ceil: result_ = math([](auto x) { return Halide::ceil(x); }); break;
       case UnOp::Round: result_ = math([](auto x) { return Halide::round(x); }); break;
       case UnOp::Trunc: result_ = math([](auto x) { return Halide::trunc(x); }); break;
-      case UnOp::IsNan: result_ = Halide::is_nan(a); break;
-      case UnOp::IsInf: result_ = Halide::is_inf(a); break;
+      case UnOp::IsNan:
+        result_ = ieee_ && a.type().is_float() ? is_nan_bits(a) : Halide::is_nan(a);
+        break;
+      case UnOp::IsInf:
+        result_ = ieee_ && a.type().is_float() ? is_inf_bits(a) : Halide::is_inf(a);
+        break;
     }
   }
   void visit_binary(const BinaryNode& n) override {
     Halide::Expr a = lower(n.a), b = lower(n.b);
+    const bool fl = a.type().is_float();
+    // IEEE (backends/Ieee.h): float compares guarded for NaN, and the
+    // arithmetic Halide's simplifier would fold into a wrong answer for NaN or
+    // Inf (x * 0 and 0 / x to 0, x - x to 0, x / x to 1) kept as written.
+    // Nothing else is kept strict: a strict subexpression loses its FMAs
+    // ((x - mean) * (x - mean) kept strict made layer_norm 1.3x slower).
+    const auto folds = [&] {
+      using Halide::Internal::equal;
+      using Halide::Internal::is_const_zero;
+      if (!fl || !ieee_) return false;
+      switch (n.op) {
+        case BinOp::Mul:
+          return is_const_zero(a) || is_const_zero(b);
+        case BinOp::Div:
+          return is_const_zero(a) || equal(a, b);
+        case BinOp::Sub:
+          return equal(a, b);
+        default:
+          return false;
+      }
+    };
+    const auto kept = [&](const Halide::Expr& e) { return folds() ? strict(e) : e; };
+    const bool ieee_compare = fl && ieee_;
     switch (n.op) {
-      case BinOp::Add: result_ = a + b; break;
-      case BinOp::Sub: result_ = a - b; break;
-      case BinOp::Mul: result_ = a * b; break;
-      case BinOp::Div: result_ = a / b; break;
+      case BinOp::Add:
+        result_ = kept(a + b);
+        break;
+      case BinOp::Sub:
+        result_ = kept(a - b);
+        break;
+      case BinOp::Mul:
+        result_ = kept(a * b);
+        break;
+      case BinOp::Div:
+        result_ = kept(a / b);
+        break;
       case BinOp::Mod: result_ = a % b; break;
-      case BinOp::Min: result_ = Halide::min(a, b); break;
-      case BinOp::Max: result_ = Halide::max(a, b); break;
+      case BinOp::Min:
+        result_ = ieee_ ? ieee_min(a, b) : Halide::min(a, b);
+        break;
+      case BinOp::Max:
+        result_ = ieee_ ? ieee_max(a, b) : Halide::max(a, b);
+        break;
       case BinOp::Pow: {
         const Halide::Type t = a.type();
-        if (t.bits() < 32) result_ = Halide::cast(t, Halide::pow(Halide::cast(Halide::Float(32), a), Halide::cast(Halide::Float(32), b)));
-        else result_ = Halide::pow(a, b);
+        const Halide::Expr x = t.bits() < 32 ? Halide::cast(Halide::Float(32), a) : a;
+        const Halide::Expr y = t.bits() < 32 ? Halide::cast(Halide::Float(32), b) : b;
+        result_ = Halide::cast(t, ieee_ && x.type().is_float() ? ieee_pow(x, y, Halide::pow(x, y))
+                                                               : Halide::pow(x, y));
         break;
       }
       case BinOp::Atan2: {
@@ -167,12 +222,24 @@ class ExprLowering : public IRVisitor {
         else result_ = Halide::atan2(a, b);
         break;
       }
-      case BinOp::Lt: result_ = a < b; break;
-      case BinOp::Le: result_ = a <= b; break;
-      case BinOp::Gt: result_ = a > b; break;
-      case BinOp::Ge: result_ = a >= b; break;
-      case BinOp::Eq: result_ = a == b; break;
-      case BinOp::Ne: result_ = a != b; break;
+      case BinOp::Lt:
+        result_ = ieee_compare ? ieee_lt(a, b) : a < b;
+        break;
+      case BinOp::Le:
+        result_ = ieee_compare ? ieee_le(a, b) : a <= b;
+        break;
+      case BinOp::Gt:
+        result_ = ieee_compare ? ieee_lt(b, a) : a > b;
+        break;
+      case BinOp::Ge:
+        result_ = ieee_compare ? ieee_le(b, a) : a >= b;
+        break;
+      case BinOp::Eq:
+        result_ = ieee_compare ? ieee_eq(a, b) : a == b;
+        break;
+      case BinOp::Ne:
+        result_ = ieee_compare ? !ieee_eq(a, b) : a != b;
+        break;
       case BinOp::And: result_ = a && b; break;
       case BinOp::Or: result_ = a || b; break;
     }
@@ -190,6 +257,7 @@ class ExprLowering : public IRVisitor {
   const std::map<std::string, Halide::Func>& funcs_;
   const std::map<std::string, Halide::Type>& func_types_;
   std::optional<DType> compute_;
+  const bool ieee_;  // IEEE semantics (backends/Ieee.h); false: the stage's fast_math
   Halide::Expr result_;
 };
 
@@ -346,6 +414,12 @@ class Lowering {
   }
   Halide::Expr extent(const Dim& d) { return d.is_symbolic() ? symbol(d.sym) : Halide::Expr(static_cast<int>(d.value)); }
 
+  // Does the stage keep IEEE semantics (backends/Ieee.h), or drop them by its fast_math?
+  bool ieee(const std::string& stage) const {
+    const StageSchedule* ss = s_.options.opt_level == 0 ? nullptr : s_.find(stage);
+    return !(ss && ss->fast_math);
+  }
+
   // An output that other stages read is computed into a Func of its own
   // (`<stage>__val`), which its readers load from, and copied to the caller's
   // buffer by the output Func. Halide takes the alignment of its own
@@ -355,11 +429,17 @@ class Lowering {
   // some addresses (found by the random program test). The copy costs one
   // pass over that output.
   // An output whose schedule reads its own values as vectors (an rfactor's
-  // combine across cores) is computed into a Func of its own as well.
+  // combine across cores, or an update vectorized in the output's own Func:
+  // a row sum's update over rows in vectors, the reduction outside, crashed
+  // at some addresses) is computed into a Func of its own as well.
   bool combines_own_values(const std::string& o) const {
     if (s_.options.opt_level == 0 || o_.for_autoscheduler || t_.has_device()) return false;
     const StageSchedule* ss = s_.find(o);
-    return ss && directives::combines_in_vectors(*ss);
+    if (!ss) return false;
+    const bool own_vector_update = p_.stage(o).reduce && ss->update &&
+                                   !ss->update->vectorize.empty() && ss->accumulator_at.empty() &&
+                                   !ss->rfactor;
+    return directives::combines_in_vectors(*ss) || own_vector_update;
   }
   std::string func_name(const std::string& stage) const {
     return symbol_name(stage) + (read_outputs_.count(stage) ? "__val" : "");
@@ -420,7 +500,7 @@ class Lowering {
       }
     if (!st.reduce) {
       Halide::Func f(func_name(st.name));
-      ExprLowering el(p_, vars, inputs_, funcs_, types_, compute);
+      ExprLowering el(p_, vars, inputs_, funcs_, types_, compute, ieee(st.name));
       Halide::Expr v = el.lower(st.value);
       f(args) = Halide::cast(halide_type(prec.storage), v);
       funcs_.emplace(st.name, f);
@@ -463,7 +543,8 @@ class Lowering {
       padded_fs = funcs_;
       pad_reads(st, ss->pad_lanes, *padded_ins, *padded_fs);
     }
-    ExprLowering el(p_, vars, padded_ins ? *padded_ins : inputs_, padded_fs ? *padded_fs : funcs_, types_, compute);
+    ExprLowering el(p_, vars, padded_ins ? *padded_ins : inputs_, padded_fs ? *padded_fs : funcs_,
+                    types_, compute, ieee(st.name));
     // skip_padding: the steps that read the zero padding are left out of the
     // reduction domain (Halide guards them, then trims or folds the guards);
     // with every padded dim skipped, the rest read the unpadded source.
@@ -524,7 +605,7 @@ class Lowering {
                             const std::map<std::string, Halide::Expr>& vars, std::optional<DType> compute,
                             const StagePrecision& prec) {
     const Halide::Type storage = halide_type(prec.storage);
-    ExprLowering el(p_, vars, inputs_, funcs_, types_, compute);
+    ExprLowering el(p_, vars, inputs_, funcs_, types_, compute, ieee(st.name));
     Halide::Func value(func_name(st.name) + "__value");
     value(args) = Halide::cast(storage, el.lower(st.value));
     const std::string& r = p_.stage(cw.stage).rvars[0].name;
@@ -565,7 +646,7 @@ class Lowering {
     const ReduceOp op = *st.reduce;
     const auto body = [&](const Halide::Expr& point) {
       vars[r] = point;
-      ExprLowering el(p_, vars, inputs_, fns, types_, compute);
+      ExprLowering el(p_, vars, inputs_, fns, types_, compute, ieee(st.name));
       return Halide::cast(acc, el.lower(st.value));
     };
     const Halide::Expr init = reduce_identity(op, acc);
@@ -593,17 +674,18 @@ class Lowering {
 
   // What a stage that defines its Funcs itself (online_softmax, amx) lowers
   // expressions with; `funcs` replace stages or inputs in them.
-  FusedLowering fused_lowering() {
+  FusedLowering fused_lowering(const Stage& st) {
     FusedLowering fl;
-    fl.lower = [this](const Expr& e, const std::map<std::string, Halide::Expr>& vars,
-                      const std::map<std::string, Halide::Func>& funcs) {
+    fl.lower = [this, ieee = ieee(st.name)](const Expr& e,
+                                            const std::map<std::string, Halide::Expr>& vars,
+                                            const std::map<std::string, Halide::Func>& funcs) {
       std::map<std::string, Halide::ImageParam> ins = inputs_;
       std::map<std::string, Halide::Func> fs = funcs_;
       for (const auto& [n, f] : funcs) {
         ins.erase(n);
         fs[n] = f;
       }
-      ExprLowering el(p_, vars, ins, fs, types_, std::nullopt);
+      ExprLowering el(p_, vars, ins, fs, types_, std::nullopt, ieee);
       return el.lower(e);
     };
     fl.extent = [this](const Dim& d) { return extent(d); };
@@ -619,14 +701,14 @@ class Lowering {
   // online_softmax (backends/OnlineSoftmax.h): the stage as FlashAttention's loop.
   void define_online_softmax(const Stage& st, const OnlineSoftmax& os) {
     funcs_.emplace(st.name, lower_online_softmax(p_, st, os, t_, func_name(st.name),
-                                                 fused_lowering(), !o_.for_autoscheduler));
+                                                 fused_lowering(st), !o_.for_autoscheduler));
     types_[st.name] = Halide::Float(32);
   }
 
   // amx (backends/Amx.h): the contraction on AMX tiles.
   void define_amx(const Stage& st) {
-    funcs_.emplace(st.name,
-                   lower_amx(p_, st, func_name(st.name), fused_lowering(), !o_.for_autoscheduler));
+    funcs_.emplace(
+        st.name, lower_amx(p_, st, func_name(st.name), fused_lowering(st), !o_.for_autoscheduler));
     types_[st.name] = Halide::Float(32);
   }
 
@@ -775,8 +857,12 @@ class Lowering {
 
 }  // namespace
 
-LoweredPipeline lower(const Program& p, const Schedule& s, const Target& t, const LowerOptions& o) {
-  validate(p, s, &t);
+LoweredPipeline lower(const Program& p, const Schedule& given, const Target& t,
+                      const LowerOptions& o) {
+  validate(p, given, &t);
+  // The schedule at its opt level (0 plain, 1 vectorize + parallel, 2 as
+  // given, 3 fast-math): schedules/defaults/OptLevel.cpp.
+  const Schedule s = at_opt_level(p, given, t);
   return with_halide_errors("lowering program '" + p.name() + "' for target " + t.name,
                             [&] { return Lowering(p, s, t, o).run(); });
 }

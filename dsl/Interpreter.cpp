@@ -99,8 +99,13 @@ class Evaluator : public IRVisitor {
         if (integer) r_ = b == 0 ? 0 : a - std::fabs(b) * std::floor(a / std::fabs(b));
         else r_ = a - b * std::floor(a / b);
         break;
-      case BinOp::Min: r_ = std::fmin(a, b); break;
-      case BinOp::Max: r_ = std::fmax(a, b); break;
+      // numpy's minimum / maximum: NaN when either operand is (fmin/fmax drop it).
+      case BinOp::Min:
+        r_ = std::isnan(a) || std::isnan(b) ? a + b : std::fmin(a, b);
+        break;
+      case BinOp::Max:
+        r_ = std::isnan(a) || std::isnan(b) ? a + b : std::fmax(a, b);
+        break;
       case BinOp::Pow: r_ = std::pow(a, b); break;
       case BinOp::Atan2: r_ = std::atan2(a, b); break;
       case BinOp::Lt: r_ = a < b; break;
@@ -212,6 +217,11 @@ std::map<std::string, HostTensor> interpret(const Program& p, const std::map<std
     tensors[st.name] = std::move(out);
   }
   return tensors;
+}
+
+double evaluate(const Expr& e, const std::map<std::string, HostTensor>& tensors,
+                std::map<std::string, int64_t>& env) {
+  return Evaluator(tensors, env).eval(e);
 }
 
 }  // namespace pto

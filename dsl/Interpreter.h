@@ -26,4 +26,10 @@ struct HostTensor {
 // Evaluates every stage; returns all tensors by name (inputs included).
 std::map<std::string, HostTensor> interpret(const Program& p, const std::map<std::string, HostTensor>& inputs);
 
+// The value of `e` with index variables bound by `env`, reading `tensors`, in
+// float64 as interpret() computes it: for tools that look at one point
+// (debug/CheckNumerics.h shows what a stage read where it produced NaN).
+double evaluate(const Expr& e, const std::map<std::string, HostTensor>& tensors,
+                std::map<std::string, int64_t>& env);
+
 }  // namespace pto

@@ -6,6 +6,7 @@
 
 #include "schedules/LoopNest.h"
 #include "schedules/Validate.h"
+#include "schedules/defaults/Defaults.h"
 #include "schedules/directives/Directive.h"
 #include "schedules/directives/DotPairs.h"
 #include "schedules/directives/Loops.h"
@@ -125,7 +126,8 @@ class Explainer : public directives::ExplainContext {
 
 std::string explain(const Program& p, const Schedule& s, const Target* target) {
   validate(p, s, target);
-  return Explainer(p, s).run(target);
+  // The loops at the schedule's opt level, as lowering compiles them.
+  return Explainer(p, target ? at_opt_level(p, s, *target) : s).run(target);
 }
 
 }  // namespace pto

@@ -218,6 +218,10 @@ struct StageSchedule {
   // consumer's value for the same point goes, and the consumer rewrites it in
   // place (directives/StoreIn.h). Empty: its own storage.
   std::string store_in;
+  // Lowered without the IEEE guards on its float expressions (NaN, Inf and
+  // signed zeros then follow no rule; directives/FastMath.h). false: numpy's
+  // IEEE semantics.
+  bool fast_math = false;
   Precision precision;
   Pipelining pipeline;
   std::string device = "cpu";        // cpu | cuda | opencl

@@ -3,8 +3,9 @@
 // Arithmetic promotes both operands to a common type (dsl/Type.h promote());
 // comparisons and logical operators produce bool. Integer `mod` and
 // `floor_divide` follow numpy (the result of mod has the divisor's sign) on top
-// of Halide's Euclidean integer division; float `mod` is x - y * floor(x / y)
-// (numpy) and `fmod` is C fmod (sign of the dividend).
+// of Halide's Euclidean integer division; float `mod` and `floor_divide` are
+// numpy's divmod (npy_divmod, from fmod) and `fmod` is C fmod (sign of the
+// dividend), special values included.
 
 #include "dsl/ops/Ops.h"
 
@@ -19,9 +20,46 @@ std::pair<Expr, Expr> promoted(const Expr& a, const Expr& b) {
   return {cast(t, a), cast(t, b)};
 }
 
+Expr k(double v, const Expr& like) {
+  return make_const(v, like.type());
+}
+
+// C fmod (the sign of the dividend) as a - b trunc(a / b), with C's special
+// cases: a finite a over an infinite b is a itself, and a zero result keeps
+// a's sign (a * 0: a is finite there).
+Expr fmod(const Expr& a0, const Expr& b0) {
+  const Expr a = fl(a0), b = fl(b0);
+  const Expr r0 = a - b * unary(UnOp::Trunc, a / b);
+  const Expr r = select(unary(UnOp::IsInf, b) && !unary(UnOp::IsInf, a), a, r0);
+  return select(r == k(0, r), a * k(0, a), r);
+}
+
+// numpy's remainder and floor division on floats: Python's divmod as numpy
+// computes it (npy_divmod), from fmod, so that Inf, NaN and signed zeros come
+// out as numpy's do.
+struct DivMod {
+  Expr div, mod;
+};
+DivMod float_divmod(const Expr& a, const Expr& b) {
+  const Expr m0 = fmod(a, b);
+  const Expr shift = m0 != k(0, m0) && ((b < k(0, b)) != (m0 < k(0, m0)));
+  const Expr mod =
+      select(shift, m0 + b, select(m0 == k(0, m0), select(b < k(0, b), k(-0.0, b), k(0, b)), m0));
+  const Expr d0 = (a - m0) / b;
+  const Expr d = select(shift, d0 - k(1, d0), d0);
+  const Expr f = unary(UnOp::Floor, d);
+  const Expr rounded = select(d - f > k(0.5, d), f + k(1, f), f);
+  const Expr q = a / b;
+  // A NaN remainder (an infinite or NaN operand) makes the quotient NaN; the
+  // test keeps the simplifier from cancelling a - (a - b trunc(a / b)).
+  const Expr div =
+      select(b == k(0, b), q, select(m0 != m0, m0, select(d == k(0, d), q * k(0, q), rounded)));
+  return {div, mod};
+}
+
 Expr numpy_mod(const Expr& a0, const Expr& b0) {
   auto [a, b] = promoted(a0, b0);
-  if (is_float(a.type())) return a - b * unary(UnOp::Floor, a / b);
+  if (is_float(a.type())) return float_divmod(a, b).mod;
   if (a.type() == DType::Bool) std::tie(a, b) = std::pair{cast(DType::I32, a), cast(DType::I32, b)};
   const Expr r = a % b;  // Euclidean: in [0, |b|)
   return select(b < make_const(0, b.type()) && r != make_const(0, r.type()), r + b, r);
@@ -29,15 +67,10 @@ Expr numpy_mod(const Expr& a0, const Expr& b0) {
 
 Expr floor_divide(const Expr& a0, const Expr& b0) {
   auto [a, b] = promoted(a0, b0);
-  if (is_float(a.type())) return unary(UnOp::Floor, a / b);
+  if (is_float(a.type())) return float_divmod(a, b).div;
   if (a.type() == DType::Bool) std::tie(a, b) = std::pair{cast(DType::I32, a), cast(DType::I32, b)};
   const Expr q = a / b, r = a % b;  // Euclidean; numpy floors, which differs for b < 0
   return select(b < make_const(0, b.type()) && r != make_const(0, r.type()), q - make_const(1, q.type()), q);
-}
-
-Expr fmod(const Expr& a0, const Expr& b0) {
-  const Expr a = fl(a0), b = fl(b0);
-  return a - b * unary(UnOp::Trunc, a / b);
 }
 
 using Fn = std::function<Expr(const Expr&, const Expr&)>;

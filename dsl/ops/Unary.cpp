@@ -21,18 +21,25 @@ Expr fl(const Expr& x) { return is_float(x.type()) ? x : cast(DType::F32, x); }
 Expr k(double v, const Expr& like) { return make_const(v, like.type()); }
 Expr un(UnOp op, const Expr& x) { return unary(op, fl(x)); }
 
-// exp(x) - 1 accurate near 0: u = e^x; (u - 1) * x / log(u), exact when u == 1.
+// exp(x) - 1 accurate near 0: u = e^x; (u - 1) * x / log(u), exact when u == 1
+// (and u itself at +Inf, where the correction is Inf / Inf).
 Expr expm1_expr(const Expr& x0) {
   const Expr x = fl(x0);
   const Expr u = unary(UnOp::Exp, x);
   const Expr um1 = u - k(1, x);
-  return select(u == k(1, x), x, select(um1 == k(-1, x), k(-1, x), um1 * x / unary(UnOp::Log, u)));
+  return select(u == k(1, x), x,
+                select(um1 == k(-1, x), k(-1, x),
+                       select(u == k(std::numeric_limits<double>::infinity(), x), u,
+                              um1 * x / unary(UnOp::Log, u))));
 }
-// log(1 + x) accurate near 0: u = 1 + x; log(u) * x / (u - 1), exact when u == 1.
+// log(1 + x) accurate near 0: u = 1 + x; log(u) * x / (u - 1), exact when u == 1
+// (and u itself at +Inf).
 Expr log1p_expr(const Expr& x0) {
   const Expr x = fl(x0);
   const Expr u = k(1, x) + x;
-  return select(u == k(1, x), x, unary(UnOp::Log, u) * x / (u - k(1, x)));
+  return select(u == k(1, x), x,
+                select(u == k(std::numeric_limits<double>::infinity(), x), u,
+                       unary(UnOp::Log, u) * x / (u - k(1, x))));
 }
 Expr sigmoid_expr(const Expr& x0) {
   const Expr x = fl(x0);

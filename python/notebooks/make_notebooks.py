@@ -238,3 +238,89 @@ print(pipe.stats)
 seq = pipe.run_sequential(batches)
 print("CHECK pipeline_matches", all(np.array_equal(a, b) for a, b in zip(outs, seq)))"""),
 ], os.path.join(HERE, "bert_attention.ipynb"))
+
+save([
+md("""# Debugging a kernel: NaNs, a precision culprit, per-stage time, memory
+
+The report's troubleshooting steps (docs/TROUBLESHOOTING.md) on small programs: locate the
+stage where a NaN first appears, let `bisect` find a planted precision culprit, look at
+per-stage time, and cap a kernel's memory. `CHECK` lines are read by the test suite."""),
+code("""import numpy as np
+import pypto
+
+rng = np.random.default_rng(0)
+x = rng.random((64, 256), dtype=np.float32)"""),
+md("""## 1. Where does the NaN come from?
+
+`log(x - 0.5)` is NaN wherever `x < 0.5`; the stages after it only carry the NaN on.
+`check_numerics` names the first stage in execution order that produced it, where, and what
+it read there (an instrumented build: every stage materialized, plain loops, the schedule's
+types)."""),
+code("""@pypto.kernel(dynamic=False)
+def features(x):
+    h = pypto.log(x - 0.5)
+    return pypto.ops.relu(h * 2.0).sum(axis=1)
+
+print("NaNs in the output:", int(np.isnan(features(x)).sum()))
+try:
+    with pypto.check_numerics():
+        features(x)
+except pypto.KernelError as e:
+    message = str(e)
+print(message)
+print("CHECK located_stage", "(log, elementwise) produced NaN" in message)"""),
+md("""## 2. Which schedule decision changed the result?
+
+Plant a culprit: accumulate a long row sum in f16. `bisect` enables the schedule stage by
+stage on top of the plain loops, finds the first stage that breaks the tolerance, then the
+field of its entry that does it."""),
+code("""@pypto.kernel(dynamic=False)
+def row_energy(x):
+    return (pypto.exp(x) * x).sum(axis=1) * 0.5
+
+sums = [s for s in row_energy.stages(x) if row_energy.program(x).stage(s)["reduce"]]
+row_energy.schedule(x)[sums[0]].precision(accumulate="f16")
+result = row_energy.bisect(x)
+print(result)
+print("CHECK bisect_stage", result.stage == sums[0])
+print("CHECK bisect_field", result.culprits == ["precision"])"""),
+code("""# The opt levels: 0 plain loops, 1 vectorize + parallelize only, 2 the schedule, 3 fast-math.
+want = ((np.exp(x.astype(np.float64)) * x).sum(axis=1) * 0.5)
+for level in range(4):
+    k = pypto.kernel(lambda x: (pypto.exp(x) * x).sum(axis=1) * 0.5, dynamic=False, opt_level=level,
+                     name=f"energy_O{level}")
+    err = float(np.abs(k(x) - want).max() / np.abs(want).max())
+    print(f"opt level {level}: rel err {err:.1e}, {k.time(x).median_ms:.4f} ms")"""),
+md("""## 3. Where does the time go?
+
+Each stage timed alone (a one-stage program over inputs of the right shapes): a breakdown,
+not a decomposition of the fused kernel."""),
+code("""@pypto.kernel(dynamic=False)
+def block(x, w):
+    return pypto.ops.softmax(pypto.ops.relu(x @ w), axis=-1)
+
+w = rng.random((256, 512), dtype=np.float32)
+times = block.stage_times(x, w)
+for name, t in times.items():
+    print(f"{name:12s} {t.median_ms:.4f} ms")
+pypto.plots.stage_bars(times)
+print("CHECK stages_timed", len(times) >= 3)"""),
+md("""## 4. Memory
+
+`memory_limit` caps each call's intermediate allocations: over it, a `DeviceMemoryError`
+(`DEVICE_MEMORY_EXHAUSTED`) instead of an abort. Dynamic sharding of the work under the
+limit is not built yet (docs/TROUBLESHOOTING.md)."""),
+code("""@pypto.kernel(dynamic=False)
+def wide(x):
+    return pypto.ops.softmax(pypto.exp(x) * 2.0, axis=-1) @ x.T   # a 64 x 256 intermediate
+
+with pypto.profile() as prof:
+    wide(x)
+print(prof.report())
+try:
+    with pypto.memory_limit(prof.peak_bytes // 2):
+        wide(x)
+except pypto.DeviceMemoryError as e:
+    print(type(e).__name__, str(e)[:200])
+    print("CHECK memory_error", True)"""),
+], os.path.join(HERE, "debugging.ipynb"))

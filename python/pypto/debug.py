@@ -4,8 +4,8 @@
         y = f(x)
     print(prof.report())
 
-    with pypto.check_numerics():         # NaN/Inf in any output (and debug_print taps) raises
-        y = f(x)                         # KernelError naming the tensor and the flat index
+    with pypto.check_numerics():         # NaN/Inf in any output raises KernelError naming the
+        y = f(x)                         # first stage that produced it, where, and what it read
 
     @pypto.kernel
     def f(x):
@@ -16,10 +16,13 @@
         f(x)                             # (DEVICE_MEMORY_EXHAUSTED), caught, never an abort
 
 check_numerics compiles the kernel with the schedule option `check_numerics`
-(C++ checks f32/f64 outputs) and checks the other float outputs (f16, bf16) here.
-debug_print marks the tensor as an extra output of the Program (so it is
-materialized) and prints its statistics after each call; it is meant for
-debugging, since the extra output changes how the stage can be scheduled.
+(C++ checks f32/f64 outputs) and checks the other float outputs (f16, bf16) here;
+a non-finite output then runs the instrumented build of debug/CheckNumerics.h
+(every stage materialized, plain loops, the schedule's precision and fast_math)
+to name the first stage in execution order that produced it.
+debug_print adds a copy of the tensor as an extra output of the Program (so it
+is materialized; the stage itself keeps its default placement) and prints its
+statistics after each call.
 """
 from __future__ import annotations
 
@@ -142,7 +145,15 @@ def debug_print(t: Any, label: str | None = None) -> Any:
     trace = current_trace()
     if trace is None or trace is not t._trace:
         raise ValueError("debug_print must be called inside the @pypto.kernel function that made the tensor")
-    trace.taps.append((label or t.name, t.name))
+    if t.name in [i[0] for i in trace.program.inputs()]:  # read from the arguments
+        trace.taps.append((label or t.name, t.name))
+        return t
+    # A copy of it becomes the extra output, so that the stage itself keeps the
+    # placement its default schedule gives it (an output is computed at root:
+    # `debug_print(A @ A)` then failed to fuse into the operation after it).
+    from . import ops
+    copy = ops.identity(t, name=f"{t.name}_print")
+    trace.taps.append((label or t.name, copy.name))
     return t
 
 
@@ -151,3 +162,27 @@ def show(label: str, name: str, a: np.ndarray) -> None:
     head = np.array2string(f.ravel()[:6], precision=4, separator=", ")
     stats = f"min {f.min():.4g} max {f.max():.4g} mean {f.mean():.4g}" if f.size else "empty"
     print(f"[debug_print] {label} ({name}): {a.dtype}{list(a.shape)} {stats} first {head}")
+
+
+class BisectResult:
+    """What `k.bisect(*arrays)` found (autotuner/Bisect.h): the culprit stage, the fields of
+    its schedule entry with the error without each and with each alone, the errors of the
+    whole schedule and of the plain loops. Prints as the same table as `pto bisect`."""
+
+    def __init__(self, d: dict[str, Any]):
+        self.__dict__.update(d)
+
+    @property
+    def culprits(self) -> list[str]:
+        """The fields of the culprit stage's entry that make the difference."""
+        return [f["field"] for f in self.fields if f["culprit"]]
+
+    def __str__(self) -> str:
+        return self.report
+
+    def __repr__(self) -> str:
+        return f"BisectResult(stage={self.stage!r}, culprits={self.culprits!r}, error {self.error_given:.2e})"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython
+        p.text(self.report)
+

@@ -40,7 +40,7 @@ import numpy as np
 
 from . import debug
 from ._ext import _pto
-from .errors import DTypeError, ShapeError, SymbolicSizeError
+from .errors import DTypeError, KernelError, ShapeError, SymbolicSizeError
 from .schedule import Schedule
 from .tensor import Tensor, TensorSpec, _pop, _push, _Trace, dtype_name
 
@@ -155,8 +155,12 @@ class KernelFunction:
 
     def __init__(self, fn: Callable[..., Any], *, target: str = "host", dynamic: bool = True,
                  name: str | None = None, schedule: Callable[[Any, Schedule], Schedule | None] | None = None,
-                 static_variants: bool = True):
+                 static_variants: bool = True, opt_level: int | None = None):
+        if opt_level is not None and opt_level not in (0, 1, 2, 3):
+            raise ValueError(f"opt_level={opt_level!r}: valid levels are 0 (plain loops), 1 (vectorize and "
+                             "parallelize only), 2 (the schedule, the default) and 3 (with fast-math)")
         functools.update_wrapper(self, fn)
+        self.opt_level = opt_level
         self.fn = fn
         self.target = target
         self.dynamic = dynamic
@@ -275,6 +279,8 @@ class KernelFunction:
             self.precision.apply(trace.program, sched)
         if self.schedule_hook is not None:
             sched = self.schedule_hook(trace.program, sched) or sched
+        if self.opt_level is not None:
+            sched.set_options(opt_level=self.opt_level)
         return Specialization(key, trace, names, outs, sched, self.target, default_json=sched.to_json())
 
     def specialize(self, *args: Any) -> Specialization:
@@ -344,13 +350,20 @@ class KernelFunction:
         spec.kernel()  # compile (cached) outside the timed run
         t1 = debug.now()
         compile_ms = (t1 - t0) * 1e3 if len(spec.compiled) > n_compiled else 0.0
-        outs, stats = spec.run(arrays, memory_limit=debug.current_memory_limit())
+        try:
+            outs, stats = spec.run(arrays, memory_limit=debug.current_memory_limit())
+            if debug.numerics_checked():
+                debug.check_finite(outs)
+        except KernelError as e:
+            if not (debug.numerics_checked() and str(e).startswith("check_numerics")):
+                raise
+            # Name the stage where the NaN or Inf first appeared, not just the output.
+            where = _pto.locate_nonfinite(spec.program, spec.schedule_json(), spec.target, list(arrays))
+            raise KernelError(where["message"] if where["found"] else str(e)) from None
         if prof is not None:
             prof.record(self.name, spec, (debug.now() - t1) * 1e3, stats, compile_ms)
         for label, t in spec.trace.taps:
             debug.show(label, t, outs[t] if t in outs else arrays[spec.arg_names.index(t)])
-        if debug.numerics_checked():
-            debug.check_finite(outs)
         text = spec.schedule_json()
         if debug.plain() and not spec.trace.taps and text in spec.compiled:
             key = _fast_key(args)
@@ -411,6 +424,19 @@ class KernelFunction:
         spec = self.specialize(*arrays)
         return spec.program.io_bytes(spec.sizes(arrays))
 
+    def bisect(self, *args: Any, schedule: Schedule | None = None, tolerance: float = 0.0) -> Any:
+        """Finds what in this signature's schedule makes its output differ from the float64
+        reference on these arrays (`pto bisect`): the first stage whose schedule entry, enabled on
+        top of the plain loops in execution order, takes the error past `tolerance` (0: 1e-4, or
+        1e-2 for programs with bf16/f16 stages), then the fields of that entry (tile, vectorize,
+        precision, fast_math, ...) whose removal brings it back or that break it alone.
+        Returns a BisectResult (`.stage`, `.culprits`, `.fields`; printed as a table)."""
+        from .debug import BisectResult
+        arrays = self._arrays(args)
+        spec = self.specialize(*arrays)
+        s = schedule or spec.schedule
+        return BisectResult(_pto.bisect(spec.program, s.to_json(), spec.target, arrays, tolerance))
+
     def stage_times(self, *args: Any, min_seconds: float = 0.05) -> dict[str, Timing]:
         """Each stage timed alone: a one-stage program over random inputs of the right shapes.
 
@@ -464,12 +490,14 @@ def _dense_innermost(a: np.ndarray) -> bool:
 
 def kernel(fn: Callable[..., Any] | None = None, *, target: str = "host", dynamic: bool = True,
            name: str | None = None, schedule: Callable[[Any, Schedule], Schedule | None] | None = None,
-           static_variants: bool = True) -> Any:
+           static_variants: bool = True, opt_level: int | None = None) -> Any:
     """Decorator: `@pypto.kernel` or `@pypto.kernel(target="host", dynamic=False)`.
 
     `static_variants=False`: a dynamic kernel runs every size on its one symbolic
-    kernel, guarded loops included (module doc)."""
+    kernel, guarded loops included (module doc). `opt_level`: 0 plain loops (the
+    reference), 1 vectorize and parallelize only, 2 the schedule (default), 3 the
+    schedule with fast-math (docs/TROUBLESHOOTING.md)."""
     def wrap(f: Callable[..., Any]) -> KernelFunction:
         return KernelFunction(f, target=target, dynamic=dynamic, name=name, schedule=schedule,
-                              static_variants=static_variants)
+                              static_variants=static_variants, opt_level=opt_level)
     return wrap(fn) if fn is not None else wrap

@@ -189,6 +189,14 @@ class StageSchedule(LoopDirectives):
         self._d["pad_lanes"] = var
         return self
 
+    def fast_math(self, on: bool = True) -> "StageSchedule":
+        """Lower this stage without the IEEE guards (NaN, Inf and signed zeros then follow no rule)."""
+        if on:
+            self._d["fast_math"] = True
+        else:
+            self._d.pop("fast_math", None)
+        return self
+
     def device(self, name: str) -> "StageSchedule":
         self._d["device"] = name
         return self

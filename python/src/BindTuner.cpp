@@ -12,8 +12,8 @@
 
 #include "Bindings.h"
 #include "autotuner/Tuner.h"
-#include "target/Target.h"
 #include "schedules/ScheduleJson.h"
+#include "target/Target.h"
 
 namespace pto::py {
 

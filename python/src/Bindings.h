@@ -11,6 +11,7 @@ void bind_dsl(pybind11::module_& m);
 void bind_schedules(pybind11::module_& m);
 void bind_backends(pybind11::module_& m);
 void bind_tuner(pybind11::module_& m);
+void bind_debug(pybind11::module_& m);
 
 // Shapes cross the boundary as lists of int (static) or str (symbolic) dims.
 Shape shape_from_py(const pybind11::sequence& s);

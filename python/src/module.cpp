@@ -13,4 +13,5 @@ PYBIND11_MODULE(_pto, m) {
   pto::py::bind_schedules(m);
   pto::py::bind_backends(m);
   pto::py::bind_tuner(m);
+  pto::py::bind_debug(m);
 }

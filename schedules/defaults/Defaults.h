@@ -23,6 +23,15 @@ Schedule plain_schedule(const Program& p);
 
 Schedule default_schedule(const Program& p, const Target& t);
 
+// `s` at its options.opt_level, what lowering compiles (OptLevel.cpp):
+//   0  plain loops: every stage at root, serial, logical precision (the reference)
+//   1  vectorize and parallelize only: each stage at root, parallel over its
+//      outer dim and vectorized along the contiguous one, a reduction's update too
+//   2  `s` itself (the default schedule, or a tuned or hand-written one)
+//   3  `s` with fast_math on every stage (no IEEE guards: directives/FastMath.h)
+// GPU targets ignore the level (their stages need their device mapping).
+Schedule at_opt_level(const Program& p, const Schedule& s, const Target& t);
+
 // The parts of the defaults that follow from the program's types and layouts
 // rather than from its loops: f32 arithmetic for bf16 / f16 stages, and
 // dot_pairs where an operand is laid out in pairs (on avx512_bf16 targets).

@@ -11,6 +11,7 @@
 #include "schedules/directives/Device.h"
 #include "schedules/directives/Directive.h"
 #include "schedules/directives/DotPairs.h"
+#include "schedules/directives/FastMath.h"
 #include "schedules/directives/Loops.h"
 #include "schedules/directives/OnlineSoftmax.h"
 #include "schedules/directives/PadLanes.h"
@@ -46,6 +47,7 @@ const std::vector<const Directive*>& directives() {
       &store_in_directive(),
       &pipeline_directive(),
       &device_directive(),
+      &fast_math_directive(),
   };
   // clang-format on
   return all;

@@ -194,3 +194,30 @@ TEST_CASE("regression: storage hoisted to root does not compute outside the tens
                  "mm":{"compute":{"at":"biased","loop":"i1"},"store":"root"},
                  "out":{"order":["i1_o","i1_i","i0"],"tile":{"i1":[2]}}}})");
 }
+
+TEST_CASE("regression: an output's update vectorized in its own buffer, at a misaligned address",
+          "[regression][jit]") {
+  // A row sum whose update runs over rows in vectors with the reduction
+  // outside reads its own values as vectors, which Halide loads as aligned
+  // as its own allocations: in a caller's buffer 4 bytes off a vector
+  // boundary that crashed (found by opt level 1 on (x @ w).sum(axis=1)).
+  // The output is now computed in a Func of its own and copied out.
+  Program p("row_sum");
+  const Tensor x = p.input("X", {21, 50});
+  p.define_reduce("S", {"i"}, {21}, ReduceOp::Sum, {{"r", 50}}, x(var("i"), var("r")));
+  const Schedule s =
+      schedule_from_json_string(R"({"schema": 1, "stages": {"S": {"update": {"order": ["r", "i"],
+                                   "vectorize": {"loop": "i", "width": 16}}}}})");
+  const Kernel k(p, s, parse_target("host"));
+  std::vector<float> in(21 * 50), store(21 + 32, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 7) - 3.0f;
+  for (size_t off = 1; off < 16; off += 5) {  // 4, 24 and 44 bytes past the allocation
+    float* out = store.data() + off;
+    k.run({{in.data(), DType::F32, {21, 50}, {}}}, {{out, DType::F32, {21}, {}}});
+    for (int i = 0; i < 21; ++i) {
+      double want = 0;
+      for (int r = 0; r < 50; ++r) want += in[static_cast<size_t>(i * 50 + r)];
+      CHECK(out[i] == Approx(want));
+    }
+  }
+}

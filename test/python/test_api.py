@@ -69,7 +69,9 @@ def test_check_numerics_reports_nan_and_inf(rng):
     k = pypto.kernel(lambda x: pypto.log(x))
     x = np.array([[1.0, 0.0], [2.0, 3.0]], np.float32)  # log(0) = -inf
     assert np.isinf(k(x)).any()  # without the check: silently Inf
-    with pytest.raises(RuntimeError, match="check_numerics: .*Inf at flat index 1") as e:
+    # The stage that produced it, where, and what it read there (debug/CheckNumerics.h).
+    with pytest.raises(RuntimeError, match=r"check_numerics: stage 'log' \(log, elementwise\) produced -inf at "
+                                           r"\[0, 1\]; it read x\(0, 1\) = 0") as e:
         with pypto.check_numerics():
             k(x)
     assert isinstance(e.value, pypto.KernelError)
@@ -96,6 +98,18 @@ def test_debug_print_shows_intermediate_values(capsys):
     outside = pypto.Tensor(f.program().tensor("x"), f._last.trace)  # a tensor of a finished trace
     with pytest.raises(ValueError, match="inside the @pypto.kernel"):
         pypto.debug_print(outside)
+
+
+def test_debug_print_keeps_the_default_schedule(capsys, rng):
+    # Printing a matmul followed by an operation failed to schedule: the printed
+    # stage became an output, computed at root, where the default fuses it.
+    a = rng.standard_normal((24, 24)).astype(np.float32)
+
+    @pypto.kernel(dynamic=False)
+    def f(a):
+        return pypto.ops.relu(pypto.debug_print(a @ a, "product"))
+    np.testing.assert_allclose(f(a), np.maximum(a.astype(np.float64) @ a, 0), rtol=1e-4, atol=1e-4)
+    assert "product" in capsys.readouterr().out
 
 
 def test_custom_op_uses_impl_on_arrays_and_description_in_kernels(rng):

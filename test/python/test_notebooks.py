@@ -52,3 +52,15 @@ def test_bert_attention_notebook(monkeypatch):
     assert checks["pipeline_matches"] == "True"
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     assert len(images) >= 2  # stage bars and tuning curve
+
+
+def test_debugging_notebook(monkeypatch):
+    checks, text, nb = run_notebook("debugging.ipynb", monkeypatch)
+    print(checks)
+    assert checks["located_stage"] == "True"
+    assert checks["bisect_stage"] == "True" and checks["bisect_field"] == "True"
+    assert checks["stages_timed"] == "True"
+    assert checks["memory_error"] == "True"
+    assert "<- culprit" in text and "opt level 0" in text
+    images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    assert len(images) >= 1  # per-stage bars

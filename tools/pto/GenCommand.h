@@ -16,6 +16,7 @@ namespace pto::cli {
 struct GenOptions {
   std::string out_dir, name, targets = "host", schedules;
   bool dispatch = false, no_runtime = false, runtime_only = false;
+  int opt_level = -1;  // -1: each schedule's own
 
   void add(CLI::App* c) {
     c->add_option("--out,-o", out_dir, "output directory")->required();
@@ -31,6 +32,10 @@ struct GenOptions {
     c->add_option("--schedules", schedules,
                   "a tuning database (.db: each kernel and CPU target takes its best tuned record, else the "
                   "default) or a JSON file {\"<kernel>\": <schedule> | {\"<target>\": <schedule>}}");
+    c->add_option("--opt-level,-O", opt_level,
+                  "0 plain loops, 1 vectorize + parallelize only, 2 the schedules (default), 3 "
+                  "with fast-math")
+        ->check(CLI::Range(0, 3));
   }
 };
 
@@ -59,6 +64,13 @@ inline void run_gen(std::vector<KernelSpec> kernels, const GenOptions& o) {
   const bool db = o.schedules.size() > 3 && o.schedules.substr(o.schedules.size() - 3) == ".db";
   if (db) apply_tuning_db(o.schedules, targets, kernels);
   else if (!o.schedules.empty()) apply_schedule_file(o.schedules, kernels);
+  if (o.opt_level >= 0)
+    for (KernelSpec& k : kernels)
+      for (const Target& t : targets) {
+        Schedule s = schedule_for(k, t);
+        s.options.opt_level = o.opt_level;
+        k.schedules[t.name] = s;
+      }
   LibraryOptions lo;
   lo.name = o.name;
   lo.targets = targets;

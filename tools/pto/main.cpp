@@ -7,6 +7,8 @@
 //   pto explain <program>           print the loop nest a schedule produces (--stmt, --asm:
 //                                   Halide's lowered statement, the assembly)
 //   pto run <program>               JIT-compile, run on random data, check, time
+//   pto bisect <program> -s S       the stage and directive of S that change the output
+//                                   (--opt-level 0-3 on run, explain, schedule, bisect, gen)
 //   pto gen <program>... --out DIR  emit static libraries + headers (one per
 //                                   target, or one with --dispatch), or a runtime
 //   pto tune <program> --trials N   search schedules, store them in the tuning database
@@ -28,13 +30,14 @@
 #include "autotuner/TrialBuffers.h"
 #include "autotuner/Tuner.h"
 #include "autotuner/TuningDB.h"
-#include "autotuner/Worker.h"
 #include "autotuner/WorkDir.h"
+#include "autotuner/Worker.h"
 #include "backends/Generator.h"
-#include "tools/pto/GenCommand.h"
 #include "backends/Jit.h"
 #include "backends/Lower.h"
 #include "backends/Timing.h"
+#include "debug/Bisect.h"
+#include "debug/CheckNumerics.h"
 #include "dsl/Analysis.h"
 #include "dsl/ProgramJson.h"
 #include "dsl/Workloads.h"
@@ -43,6 +46,7 @@
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
+#include "tools/pto/GenCommand.h"
 
 namespace {
 
@@ -83,6 +87,7 @@ Schedule pick_schedule(const std::string& which, const Program& p, const Target&
 struct Common {
   std::string program, target = "host", schedule = "default";
   std::vector<std::string> sets;
+  int opt_level = -1;  // -1: the schedule's own
   void add(CLI::App* c, bool with_schedule = true) {
     c->add_option("program", program, "workload name or program .json file")->required();
     c->add_option("--target,-t", target, "target name (host, x86-64-avx2, x86-64-avx512, ...)");
@@ -90,16 +95,25 @@ struct Common {
       c->add_option("--schedule,-s", schedule,
                     "schedule .json file, 'default', 'plain' or 'best' (the fastest tuned record in --db, else default)");
       c->add_option("--db", g_db_path, "tuning database for --schedule best (default $PTO_TUNING_DB or ~/.cache/pto/tuning.db)");
+      c->add_option("--opt-level,-O", opt_level,
+                    "0 plain loops, 1 vectorize + parallelize only, 2 the schedule (default), 3 "
+                    "with fast-math")
+          ->check(CLI::Range(0, 3));
     }
     c->add_option("--set", sets, "workload size NAME=VALUE (0 = symbolic)");
   }
+  // The schedule --schedule names, at --opt-level where given.
+  Schedule chosen(const Program& p, const Target& t) const {
+    Schedule s = pick_schedule(schedule, p, t);
+    if (opt_level >= 0) s.options.opt_level = opt_level;
+    return s;
+  }
 };
 
-
-int cmd_run(const Common& c, int reps) {
+int cmd_run(const Common& c, int reps, bool check_numerics) {
   const Program p = load_program(c.program, parse_sizes(c.sets));
   const Target t = parse_target(c.target);
-  const Schedule s = pick_schedule(c.schedule, p, t);
+  const Schedule s = c.chosen(p, t);
   for (const auto& [sym, src] : p.symbols())
     throw Error("pto run: symbolic size '" + sym + "': give it a value with --set " + sym + "=N");
   // Random inputs in each input's type (f32, bf16, f16), checked against the
@@ -116,6 +130,17 @@ int cmd_run(const Common& c, int reps) {
   const Kernel k(p, s, t);
   const Kernel reference(p, tuner::reference_schedule(p), t);
   k.run(in_refs, out_refs);
+  if (check_numerics) {
+    bool finite = true;
+    for (const auto& v : tuner::to_f32(out))
+      for (float x : v) finite = finite && std::isfinite(x);
+    if (!finite) {
+      // Name the stage where the NaN or Inf first appeared (debug/CheckNumerics.h).
+      std::printf("%s\n", debug::locate_nonfinite(p, s, t, in_refs).message().c_str());
+      return 5;
+    }
+    std::printf("check_numerics: every output is finite\n");
+  }
   reference.run(in_refs, ref_refs);
   const double max_err = tuner::max_rel_error(tuner::to_f32(out), tuner::to_f32(ref));
   const double tol = tuner::rounding_tolerance(p);
@@ -125,6 +150,31 @@ int cmd_run(const Common& c, int reps) {
   std::printf("time: median %.4g ms (min %.4g, max %.4g, %d reps)  %.1f GFLOP/s\n", ts.median_ms, ts.min_ms,
               ts.max_ms, ts.reps, gflops);
   return max_err <= tol ? 0 : 3;
+}
+
+// pto bisect: the stage, then the field of its schedule entry, that takes
+// the output past the tolerance against the f64 reference (autotuner/Bisect.h).
+int cmd_bisect(const Common& c, double tolerance, uint64_t seed) {
+  const Program p = load_program(c.program, parse_sizes(c.sets));
+  const Target t = parse_target(c.target);
+  for (const auto& [sym, src] : p.symbols())
+    throw Error("pto bisect: symbolic size '" + sym + "': give it a value with --set " + sym +
+                "=N");
+  const Schedule s = c.chosen(p, t);
+  auto inputs = tuner::input_buffers(p, seed);
+  auto outputs = tuner::output_buffers(p);
+  std::vector<BufferRef> in_refs, out_refs;
+  for (auto& b : inputs) in_refs.push_back(b.ref());
+  for (auto& b : outputs) out_refs.push_back(b.ref());
+  debug::BisectOptions o;
+  o.tolerance = tolerance;
+  o.progress = [](const std::string& line) {
+    std::fprintf(stderr, "pto bisect: %s\n", line.c_str());
+  };
+  const debug::BisectResult r = debug::bisect(p, s, t, in_refs, out_refs, o);
+  std::printf("%s", r.report().c_str());
+  // 0: a culprit found (or no difference); 3: a difference the search could not pin to a stage.
+  return r.stage.empty() && r.error_given > r.tolerance ? 3 : 0;
 }
 
 struct TuneArgs {
@@ -236,12 +286,29 @@ int main(int argc, char** argv) {
   expl->add_option("--stmt", stmt_path, "also write Halide's lowered statement (the loops as compiled) to this file");
   expl->add_option("--asm", asm_path, "also write the generated assembly to this file");
 
+  Common bisect_c;
+  double bisect_tol = 0;
+  uint64_t bisect_seed = 42;
+  auto* bis = app.add_subcommand("bisect",
+                                 "find the stage, then the directive, of a schedule whose output "
+                                 "differs from the f64 reference");
+  bisect_c.add(bis);
+  bis->add_option(
+      "--tolerance", bisect_tol,
+      "largest error relative to each output's magnitude (default: 1e-4, 1e-2 for programs with "
+      "bf16/f16 stages)");
+  bis->add_option("--seed", bisect_seed, "seed of the random inputs (uniform in [-1, 1))");
+
   Common run_c;
   int reps = 10;
   auto* run = app.add_subcommand("run", "JIT-compile, run on random data, check against the f64 reference, time");
   run_c.schedule = "best";  // the JIT path picks the tuned record when there is one
   run_c.add(run);
   run->add_option("--reps", reps, "timed repetitions (at least)");
+  bool run_numerics = false;
+  run->add_flag("--check-numerics", run_numerics,
+                "on NaN or Inf in an output, name the first stage that produced it, where, and "
+                "what it read (exit 5)");
 
   std::vector<std::string> gen_programs, gen_sets;
   std::string gen_schedule = "best";
@@ -316,13 +383,13 @@ int main(int argc, char** argv) {
     } else if (app.got_subcommand("schedule")) {
       const Program p = load_program(sched_c.program, parse_sizes(sched_c.sets));
       const Target t = parse_target(sched_c.target);
-      const Schedule s = pick_schedule(sched_c.schedule, p, t);
+      const Schedule s = sched_c.chosen(p, t);
       validate(p, s, &t);
       std::cout << schedule_to_json_string(s, 2) << "\n";
     } else if (app.got_subcommand("explain")) {
       const Program p = load_program(explain_c.program, parse_sizes(explain_c.sets));
       const Target t = parse_target(explain_c.target);
-      const Schedule s = pick_schedule(explain_c.schedule, p, t);
+      const Schedule s = explain_c.chosen(p, t);
       std::cout << explain(p, s, &t);
       if (!stmt_path.empty() || !asm_path.empty()) {
         LoweredPipeline lp = lower(p, s, t);
@@ -335,7 +402,9 @@ int main(int argc, char** argv) {
         });
       }
     } else if (app.got_subcommand("run")) {
-      return cmd_run(run_c, reps);
+      return cmd_run(run_c, reps, run_numerics);
+    } else if (app.got_subcommand("bisect")) {
+      return cmd_bisect(bisect_c, bisect_tol, bisect_seed);
     } else if (app.got_subcommand("worker")) {
       return tuner::worker_main(w_dir, w_sched, w_trial, w_ref);
     } else if (app.got_subcommand("tune")) {

@@ -1,0 +1,119 @@
+// Bindings of the troubleshooting tools (debug/): `_pto.bisect` runs
+// debug/Bisect.h on numpy arrays (`k.bisect(*arrays)` in pypto), and
+// `_pto.locate_nonfinite` debug/CheckNumerics.h (`pypto.check_numerics()`).
+#include <pybind11/stl.h>
+
+#include "Bindings.h"
+#include "Buffers.h"
+#include "debug/Bisect.h"
+#include "debug/CheckNumerics.h"
+#include "schedules/ScheduleJson.h"
+#include "schedules/defaults/Defaults.h"
+#include "target/Target.h"
+
+namespace pto::py {
+
+namespace py = pybind11;
+
+namespace {
+
+py::dict bisect_dict(const debug::BisectResult& r) {
+  py::dict d;
+  d["program"] = r.program;
+  d["tolerance"] = r.tolerance;
+  d["error_given"] = r.error_given;
+  d["error_plain"] = r.error_plain;
+  d["stage"] = r.stage;
+  d["group"] = r.group;
+  d["error_before"] = r.error_before;
+  d["error_after"] = r.error_after;
+  py::list fields;
+  for (const debug::BisectField& f : r.fields) {
+    py::dict fd;
+    fd["field"] = f.field;
+    fd["directive"] = f.directive;
+    fd["error_without"] = f.error_without;
+    fd["error_alone"] = f.error_alone;
+    fd["culprit"] = f.culprit(r.tolerance);
+    fields.append(fd);
+  }
+  d["fields"] = fields;
+  d["compiles"] = r.compiles;
+  d["verdict"] = r.verdict;
+  d["report"] = r.report();
+  return d;
+}
+
+}  // namespace
+
+void bind_debug(py::module_& m) {
+  m.def(
+      "locate_nonfinite",
+      [](const Program& p, const std::string& schedule, const std::string& target,
+         const std::vector<py::array>& args) {
+        const Target t = parse_target(target);
+        const Schedule s = schedule_from_json_string(schedule);
+        std::vector<BufferRef> ins;
+        for (size_t i = 0; i < args.size() && i < p.inputs().size(); ++i)
+          ins.push_back(view(args[i], "argument '" + p.inputs()[i].name + "'"));
+        debug::NonFinite r;
+        {
+          py::gil_scoped_release nogil;
+          r = debug::locate_nonfinite(p, s, t, ins);
+        }
+        py::dict d;
+        d["found"] = r.found;
+        d["tensor"] = r.tensor;
+        d["is_input"] = r.is_input;
+        d["op"] = r.op;
+        d["kind"] = r.kind;
+        d["value"] = r.value;
+        d["index"] = r.index;
+        d["reads"] = r.reads;
+        d["step"] = r.step;
+        d["message"] = r.message();
+        return d;
+      },
+      py::arg("program"), py::arg("schedule"), py::arg("target"), py::arg("arrays"),
+      "The first stage (or input) holding NaN or Inf, where, and what it read there "
+      "(debug/CheckNumerics.h).");
+  m.def(
+      "bisect",
+      [](const Program& p, const std::string& schedule, const std::string& target,
+         const std::vector<py::array>& args, double tolerance) {
+        const Target t = parse_target(target);
+        const Schedule s = schedule_from_json_string(schedule);
+        if (args.size() != p.inputs().size())
+          throw ShapeError("bisect: program '" + p.name() + "' takes " +
+                           std::to_string(p.inputs().size()) + " arrays, got " +
+                           std::to_string(args.size()));
+        std::vector<BufferRef> ins;
+        std::vector<std::vector<int64_t>> shapes;
+        for (size_t i = 0; i < args.size(); ++i) {
+          ins.push_back(view(args[i], "argument '" + p.inputs()[i].name + "'"));
+          shapes.push_back(ins.back().shape);
+        }
+        // The outputs' shapes for these inputs (the plain kernel binds the sizes).
+        const auto out_shapes = Kernel(p, plain_schedule(p), t).output_shapes(shapes);
+        std::vector<py::array> keep;
+        std::vector<BufferRef> outs;
+        for (size_t i = 0; i < out_shapes.size(); ++i) {
+          keep.push_back(empty_array(p.stage(p.outputs()[i]).dtype, out_shapes[i]));
+          outs.push_back(view(keep.back(), "output"));
+        }
+        debug::BisectOptions o;
+        o.tolerance = tolerance;
+        debug::BisectResult r;
+        {
+          py::gil_scoped_release nogil;
+          r = debug::bisect(p, s, t, ins, outs, o);
+        }
+        return bisect_dict(r);
+      },
+      py::arg("program"), py::arg("schedule"), py::arg("target"), py::arg("arrays"),
+      py::arg("tolerance") = 0.0,
+      "The stage, then the schedule field, that takes the output past the tolerance "
+      "(debug/Bisect.h).");
+}
+
+}  // namespace pto::py

@@ -1,0 +1,92 @@
+"""The troubleshooting tools from Python: opt levels and bisection (docs/TROUBLESHOOTING.md)."""
+import numpy as np
+import pytest
+
+import pypto
+
+
+def _mlp(x, w, v):
+    h = pypto.ops.relu(x @ w)
+    return (h * v).sum(axis=1)
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_every_opt_level_matches_float64(level, rng):
+    x = rng.standard_normal((20, 33)).astype(np.float32)
+    w = rng.standard_normal((33, 50)).astype(np.float32)
+    v = rng.standard_normal(50).astype(np.float32)
+    k = pypto.kernel(_mlp, opt_level=level, name=f"mlp_O{level}")
+    want = (np.maximum(x.astype(np.float64) @ w, 0) * v).sum(axis=1)
+    np.testing.assert_allclose(k(x, w, v), want, rtol=1e-4, atol=1e-4)
+    text = str(k.explain(x, w, v))
+    assert f"opt_level {level}" in text
+    assert ("vectorized" in text) == (level > 0)
+    assert ("fast-math" in text) == (level == 3)
+
+
+def test_opt_level_is_checked():
+    with pytest.raises(ValueError, match="valid levels are 0"):
+        pypto.kernel(_mlp, opt_level=5)
+
+
+def test_bisect_finds_a_planted_f16_accumulator(rng):
+    x = rng.random((16, 4096)).astype(np.float32)
+
+    @pypto.kernel(dynamic=False)
+    def f(x):
+        return pypto.exp(x * 0.5).sum(axis=1) * 2.0
+    stages = f.stages(x)
+    reduction = next(s for s in stages if f.program(x).stage(s)["reduce"])
+    f.schedule(x)[reduction].precision(accumulate="f16")
+    r = f.bisect(x)
+    assert r.stage == reduction, str(r)
+    assert r.culprits == ["precision"], str(r)
+    assert r.error_given > r.tolerance >= r.error_plain
+    assert "<- culprit" in str(r)
+
+
+def test_bisect_finds_fast_math_where_nans_are_removed():
+    m = np.linspace(-1, 1, 200, dtype=np.float32)
+    m[::3] = np.nan
+
+    @pypto.kernel(dynamic=False)
+    def f(m):
+        return pypto.exp(pypto.where(m == m, m, 0.0)) * 3.0
+    f.schedule(m)[f.stages(m)[0]].fast_math()
+    r = f.bisect(m)
+    assert r.stage == f.stages(m)[0], str(r)
+    assert r.culprits == ["fast_math"], str(r)
+    assert np.isinf(r.error_given)
+
+
+def test_bisect_says_when_there_is_nothing_to_find(rng):
+    x = rng.random((8, 64)).astype(np.float32)
+    k = pypto.kernel(lambda x: pypto.exp(x).sum(axis=1), dynamic=False, name="nothing")
+    r = k.bisect(x)
+    assert r.stage == "" and "no difference" in r.verdict
+
+
+def test_check_numerics_names_the_stage_that_made_the_nan():
+    x = np.linspace(0.1, 1.0, 40, dtype=np.float32).reshape(4, 10)
+
+    @pypto.kernel(dynamic=False)
+    def f(x):
+        return pypto.ops.relu(pypto.log(x - 0.5)) * 2.0
+    f(x)  # outside the context: NaN out, no error
+    with pypto.check_numerics():
+        with pytest.raises(pypto.KernelError,
+                           match=r"stage '\w+' \(log, elementwise\) produced NaN at \[0, 0\]; it read \w+\(0, 0\) = -0\.4"):
+            f(x)
+    with pypto.check_numerics():  # a finite call passes
+        f(x + 1.0)
+
+
+def test_check_numerics_names_an_input_that_holds_inf():
+    x = np.ones((3, 5), np.float32)
+    x[2, 1] = np.inf
+
+    @pypto.kernel(dynamic=False)
+    def g(x):
+        return x * 2.0
+    with pypto.check_numerics(), pytest.raises(pypto.KernelError, match=r"input '\w+' holds inf at \[2, 1\]"):
+        g(x)
