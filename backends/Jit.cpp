@@ -18,7 +18,7 @@ struct RunContext : ParallelContext {
   std::string error;
   size_t limit = 0, live = 0, peak = 0, count = 0;
   bool refused = false;
-  size_t refused_bytes = 0;
+  size_t refused_bytes = 0, refused_live = 0;  // the request, and the bytes live at that moment
   std::mutex mu;  // parallel tasks allocate concurrently
 };
 
@@ -37,6 +37,7 @@ void* on_malloc(Halide::JITUserContext* ctx, size_t n) {
     if (c->limit && c->live + n > c->limit) {
       c->refused = true;
       c->refused_bytes = n;
+      c->refused_live = c->live;  // `live` drops as the failed pipeline frees what it holds
       return nullptr;
     }
     c->live += n;
@@ -50,6 +51,7 @@ void* on_malloc(Halide::JITUserContext* ctx, size_t n) {
     c->refused = true;
     c->refused_bytes = n;
     c->live -= n;
+    c->refused_live = c->live;
     return nullptr;
   }
   std::memcpy(base, &n, sizeof n);
@@ -359,10 +361,11 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
   }
   if (rc != 0 || ctx.refused) {
     if (ctx.refused)
-      throw MemoryError("DEVICE_MEMORY_EXHAUSTED: program '" + p.name() + "' asked for " +
-                        std::to_string(ctx.refused_bytes) + " bytes with " + std::to_string(ctx.live) +
-                        " live and a limit of " + std::to_string(ctx.limit) +
-                        " bytes; tile the producers (compute_at a consumer loop) to shrink intermediates");
+      throw MemoryError(
+          "DEVICE_MEMORY_EXHAUSTED: program '" + p.name() + "' asked for " +
+          std::to_string(ctx.refused_bytes) + " bytes with " + std::to_string(ctx.refused_live) +
+          " live and a limit of " + std::to_string(ctx.limit) +
+          " bytes; tile the producers (compute_at a consumer loop) to shrink intermediates");
     throw RuntimeError("program '" + p.name() + "' failed (code " + std::to_string(rc) + "): " + ctx.error);
   }
   if (impl_->schedule.options.check_numerics) {

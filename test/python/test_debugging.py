@@ -90,3 +90,20 @@ def test_check_numerics_names_an_input_that_holds_inf():
         return x * 2.0
     with pypto.check_numerics(), pytest.raises(pypto.KernelError, match=r"input '\w+' holds inf at \[2, 1\]"):
         g(x)
+
+
+def test_memory_error_reports_the_bytes_live_when_refused(rng):
+    x = rng.random((64, 256)).astype(np.float32)
+
+    @pypto.kernel(dynamic=False)
+    def f(x):
+        a = pypto.ops.softmax(x, axis=-1)          # two 64 KB intermediates, both live
+        b = pypto.ops.softmax(x * 2.0, axis=-1)    # when the matmul reads them
+        return (a @ b.T).sum(axis=1)
+    with pypto.profile() as prof:
+        f(x)
+    assert prof.peak_bytes == 2 * 64 * 256 * 4
+    with pytest.raises(pypto.DeviceMemoryError,
+                       match=r"DEVICE_MEMORY_EXHAUSTED: .* asked for 65536 bytes with 65536 live and a limit of 131071"):
+        with pypto.memory_limit(prof.peak_bytes - 1):
+            f(x)
