@@ -235,15 +235,21 @@ const Program& Kernel::program() const { return impl_->program; }
 const Schedule& Kernel::schedule() const { return impl_->schedule; }
 const Target& Kernel::target() const { return impl_->target; }
 
-std::vector<std::vector<int64_t>> Kernel::output_shapes(const std::vector<std::vector<int64_t>>& in) const {
+std::vector<std::vector<int64_t>> output_shapes(const Program& p,
+                                                const std::vector<std::vector<int64_t>>& in) {
   const Bindings bound = bind_inputs(
-      impl_->program, in.size(), [&](size_t i) -> const auto& { return in[i]; });
+      p, in.size(), [&](size_t i) -> const auto& { return in[i]; });
   std::vector<std::vector<int64_t>> out;
-  for (const Stage* s : impl_->out_stages) {
+  for (const std::string& o : p.outputs()) {
     std::vector<int64_t>& shape = out.emplace_back();
-    for (const Dim& d : s->shape) shape.push_back(extent(d, bound));
+    for (const Dim& d : p.stage(o).shape) shape.push_back(extent(d, bound));
   }
   return out;
+}
+
+std::vector<std::vector<int64_t>> Kernel::output_shapes(
+    const std::vector<std::vector<int64_t>>& in) const {
+  return pto::output_shapes(impl_->program, in);
 }
 
 RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,

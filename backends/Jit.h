@@ -32,6 +32,11 @@ struct RunStats {
   size_t allocations = 0;
 };
 
+// Program::outputs()' shapes for these input shapes (binds symbolic sizes,
+// nothing compiled); throws ShapeError.
+std::vector<std::vector<int64_t>> output_shapes(
+    const Program& p, const std::vector<std::vector<int64_t>>& input_shapes);
+
 class Kernel {
  public:
   Kernel(const Program& p, const Schedule& s, const Target& t);

@@ -180,7 +180,7 @@ NonFinite locate_nonfinite(const Program& p, const Schedule& s, const Target& t,
     }
   }
   const Kernel k(q, m, t);
-  const auto out_shapes = k.output_shapes(shapes);
+  const auto out_shapes = output_shapes(q, shapes);
   const auto outs = q.outputs();
   std::vector<tuner::HostBuffer> bufs;
   std::vector<BufferRef> refs;

@@ -8,7 +8,6 @@
 #include "debug/Bisect.h"
 #include "debug/CheckNumerics.h"
 #include "schedules/ScheduleJson.h"
-#include "schedules/defaults/Defaults.h"
 #include "target/Target.h"
 
 namespace pto::py {
@@ -93,8 +92,7 @@ void bind_debug(py::module_& m) {
           ins.push_back(view(args[i], "argument '" + p.inputs()[i].name + "'"));
           shapes.push_back(ins.back().shape);
         }
-        // The outputs' shapes for these inputs (the plain kernel binds the sizes).
-        const auto out_shapes = Kernel(p, plain_schedule(p), t).output_shapes(shapes);
+        const auto out_shapes = output_shapes(p, shapes);
         std::vector<py::array> keep;
         std::vector<BufferRef> outs;
         for (size_t i = 0; i < out_shapes.size(); ++i) {

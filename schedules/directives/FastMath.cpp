@@ -20,7 +20,6 @@ struct FastMathDirective : Directive {
   // inline stage's expressions are lowered inside its consumers, so it
   // follows the consumer that inlines it).
   void check(const CheckContext&) const override {}
-  bool applies_to_inline() const override { return false; }
 
   std::string explain_head(const StageSchedule& ss) const override {
     return ss.fast_math ? ", fast-math" : "";
