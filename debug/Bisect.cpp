@@ -170,6 +170,10 @@ BisectResult bisect(const Program& p, const Schedule& given, const Target& t,
     return with_entries(
         s, std::vector<std::string>(cands.begin(), cands.begin() + static_cast<long>(k)), members);
   };
+  if (cands.empty())
+    return done(
+        "no stage has an entry: the schedule's options, not a stage's directives, make the "
+        "difference");
   size_t lo = 0, hi = cands.size();
   double e_lo = r.error_plain, e_hi = r.error_given;
   while (hi - lo > 1) {

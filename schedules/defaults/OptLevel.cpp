@@ -3,8 +3,6 @@
 // tools start from (bisection enables a schedule on top of it stage by stage,
 // directive by directive); each level above adds one kind of transformation,
 // so that turning them on one by one finds the kind that changed a result.
-#include <cstdlib>
-
 #include "dsl/Error.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
