@@ -5,8 +5,10 @@
 #include <cstring>
 #include <mutex>
 
+#include "backends/Allocations.h"
 #include "backends/Lower.h"
 #include "backends/ParallelFor.h"
+#include "backends/Shard.h"
 #include "schedules/Validate.h"
 
 namespace pto {
@@ -101,34 +103,6 @@ int non_dense_axis(const BufferRef& b, size_t trailing) {
   return -1;
 }
 
-// `b` copied into `storage` dense row-major, as a BufferRef without strides:
-// in runs of its trailing axes that are already dense (at least the
-// innermost, which Kernel::run requires), one memcpy each.
-BufferRef dense_copy(const BufferRef& b, std::vector<uint8_t>& storage) {
-  const int64_t elem = bytes(b.dtype);
-  int64_t n = 1;
-  for (int64_t e : b.shape) n *= e;
-  storage.resize(static_cast<size_t>(n * elem));
-  size_t outer = b.shape.size();  // axes [outer, rank) form one dense run
-  int64_t run = 1;
-  while (outer > 0 && (b.shape[outer - 1] == 1 || b.strides[outer - 1] == run)) run *= b.shape[--outer];
-  const auto* src = static_cast<const uint8_t*>(b.data);
-  std::vector<int64_t> at(outer, 0);
-  for (int64_t k = 0; k < n / std::max<int64_t>(run, 1); ++k) {
-    int64_t off = 0;
-    for (size_t d = 0; d < outer; ++d) off += at[d] * b.strides[d];
-    std::memcpy(storage.data() + k * run * elem, src + off * elem, static_cast<size_t>(run * elem));
-    for (size_t d = outer; d-- > 0;) {
-      if (++at[d] < b.shape[d]) break;
-      at[d] = 0;
-    }
-  }
-  BufferRef r = b;
-  r.data = storage.data();
-  r.strides.clear();
-  return r;
-}
-
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
@@ -200,6 +174,9 @@ struct Kernel::Impl {
   std::vector<std::string> out_names;
   std::vector<const Stage*> out_stages;
   std::vector<bool> dense_input;  // input i must be dense row-major (Lower.h, dense_inputs)
+  ShardCache shards;              // run(..., OnRefusal::Shard): the batch axis, kernels per shard
+  std::once_flag allocs_once;     // heap_allocations(), listed on the first refusal
+  std::vector<HeapAllocation> allocs;
 };
 
 Kernel::Kernel(const Program& p, const Schedule& s, const Target& t) : impl_(std::make_unique<Impl>()) {
@@ -235,6 +212,35 @@ const Program& Kernel::program() const { return impl_->program; }
 const Schedule& Kernel::schedule() const { return impl_->schedule; }
 const Target& Kernel::target() const { return impl_->target; }
 
+// `b` copied into `storage` dense row-major, as a BufferRef without strides:
+// in runs of its trailing axes that are already dense (at least the
+// innermost, which Kernel::run requires), one memcpy each.
+BufferRef dense_copy(const BufferRef& b, std::vector<uint8_t>& storage) {
+  const int64_t elem = bytes(b.dtype);
+  int64_t n = 1;
+  for (int64_t e : b.shape) n *= e;
+  storage.resize(static_cast<size_t>(n * elem));
+  size_t outer = b.shape.size();  // axes [outer, rank) form one dense run
+  int64_t run = 1;
+  while (outer > 0 && (b.shape[outer - 1] == 1 || b.strides[outer - 1] == run))
+    run *= b.shape[--outer];
+  const auto* src = static_cast<const uint8_t*>(b.data);
+  std::vector<int64_t> at(outer, 0);
+  for (int64_t k = 0; k < n / std::max<int64_t>(run, 1); ++k) {
+    int64_t off = 0;
+    for (size_t d = 0; d < outer; ++d) off += at[d] * b.strides[d];
+    std::memcpy(storage.data() + k * run * elem, src + off * elem, static_cast<size_t>(run * elem));
+    for (size_t d = outer; d-- > 0;) {
+      if (++at[d] < b.shape[d]) break;
+      at[d] = 0;
+    }
+  }
+  BufferRef r = b;
+  r.data = storage.data();
+  r.strides.clear();
+  return r;
+}
+
 std::vector<std::vector<int64_t>> output_shapes(const Program& p,
                                                 const std::vector<std::vector<int64_t>>& in) {
   const Bindings bound = bind_inputs(
@@ -253,7 +259,9 @@ std::vector<std::vector<int64_t>> Kernel::output_shapes(
 }
 
 RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
-                     size_t memory_limit) const {
+                     size_t memory_limit, OnRefusal on_refusal) const {
+  if (on_refusal == OnRefusal::Shard && memory_limit > 0)
+    return run_sharded(*this, impl_->shards, inputs, outputs, memory_limit);
   const Program& p = impl_->program;
   const Bindings bound = bind_inputs(
       p, inputs.size(), [&](size_t i) -> const auto& { return inputs[i].shape; });
@@ -366,12 +374,25 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
       if (r.device && r.device_interface) r.device_interface->device_free(ctx_ptr, &r);
   }
   if (rc != 0 || ctx.refused) {
-    if (ctx.refused)
-      throw MemoryError(
-          "DEVICE_MEMORY_EXHAUSTED: program '" + p.name() + "' asked for " +
-          std::to_string(ctx.refused_bytes) + " bytes with " + std::to_string(ctx.refused_live) +
-          " live and a limit of " + std::to_string(ctx.limit) +
-          " bytes; tile the producers (compute_at a consumer loop) to shrink intermediates");
+    if (ctx.refused) {
+      std::call_once(impl_->allocs_once, [&] {
+        try {
+          impl_->allocs = heap_allocations(impl_->lowered, p);
+        } catch (const Error&) {  // the message then names no stage
+        }
+      });
+      std::string who = allocation_owner(impl_->allocs, ctx.refused_bytes);
+      throw MemoryError("DEVICE_MEMORY_EXHAUSTED: program '" + p.name() +
+                            "': " + (who.empty() ? "an intermediate" : who) + " asked for " +
+                            std::to_string(ctx.refused_bytes) + " bytes with " +
+                            std::to_string(ctx.refused_live) + " live and a limit of " +
+                            std::to_string(ctx.limit) +
+                            " bytes; compute it inside its consumer's loop (compute_at) to shrink "
+                            "it, or let the run "
+                            "shard along its batch axis (pypto.memory_limit(n, shard=True), pto "
+                            "run --memory-limit N --shard)",
+                        ctx.refused_bytes, ctx.refused_live, ctx.limit);
+    }
     throw RuntimeError("program '" + p.name() + "' failed (code " + std::to_string(rc) + "): " + ctx.error);
   }
   if (impl_->schedule.options.check_numerics) {

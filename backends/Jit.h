@@ -28,9 +28,20 @@ struct BufferRef {
 };
 
 struct RunStats {
-  size_t peak_bytes = 0;   // peak of the kernel's own heap allocations
+  size_t peak_bytes = 0;  // peak of the kernel's own heap allocations (the largest shard's)
   size_t allocations = 0;
+  int shards = 1;  // > 1: the run was split to fit its memory limit (backends/Shard.h)
 };
+
+// What a run does when its intermediates would exceed its memory limit.
+enum class OnRefusal {
+  Fail,   // throw MemoryError (DEVICE_MEMORY_EXHAUSTED)
+  Shard,  // split the run along the program's batch axis into shards that fit
+};
+
+// `b` copied into `storage` dense row-major, as a BufferRef without strides
+// (any strides; each run of dense trailing axes is one memcpy).
+BufferRef dense_copy(const BufferRef& b, std::vector<uint8_t>& storage);
 
 // Program::outputs()' shapes for these input shapes (binds symbolic sizes,
 // nothing compiled); throws ShapeError.
@@ -53,9 +64,9 @@ class Kernel {
 
   // Runs on caller-owned buffers: inputs in Program::inputs() order, outputs in
   // Program::outputs() order. `memory_limit` (bytes, 0 = none) caps the kernel's
-  // intermediate allocations.
+  // intermediate allocations; over it, `on_refusal` says whether to fail or shard.
   RunStats run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
-               size_t memory_limit = 0) const;
+               size_t memory_limit = 0, OnRefusal on_refusal = OnRefusal::Fail) const;
 
  private:
   struct Impl;

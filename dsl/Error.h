@@ -6,6 +6,7 @@
 // stage, the offending value, and what would have been valid.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -50,9 +51,14 @@ class CompileError : public Error {
 class RuntimeError : public Error {
   using Error::Error;
 };
-// An allocation was refused: DEVICE_MEMORY_EXHAUSTED.
+// An allocation was refused: DEVICE_MEMORY_EXHAUSTED. Carries the figures
+// (bytes) so that dynamic sharding (backends/Shard.h) can size its shards.
 class MemoryError : public RuntimeError {
-  using RuntimeError::RuntimeError;
+ public:
+  explicit MemoryError(const std::string& msg, size_t requested = 0, size_t live = 0,
+                       size_t limit = 0)
+      : RuntimeError(msg), requested(requested), live(live), limit(limit) {}
+  size_t requested, live, limit;  // the refused request, the bytes live at that moment, the cap
 };
 
 }  // namespace pto

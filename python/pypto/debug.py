@@ -15,6 +15,10 @@
     with pypto.memory_limit(1 << 20):    # intermediates over 1 MiB -> DeviceMemoryError
         f(x)                             # (DEVICE_MEMORY_EXHAUSTED), caught, never an abort
 
+    with pypto.memory_limit(1 << 20, shard=True) as m:
+        f(x)                             # split along the batch axis into shards that fit
+    m.shards                             # how many (the most of the calls inside)
+
 check_numerics compiles the kernel with the schedule option `check_numerics`
 (C++ checks f32/f64 outputs) and checks the other float outputs (f16, bf16) here;
 a non-finite output then runs the instrumented build of debug/CheckNumerics.h
@@ -49,6 +53,7 @@ class CallRecord:
     peak_bytes: int
     allocations: int
     compile_ms: float = 0.0
+    shards: int = 1
 
 
 @dataclass
@@ -59,7 +64,7 @@ class Profile:
     def record(self, kernel: str, spec: Any, ms: float, stats: dict[str, int], compile_ms: float = 0.0) -> None:
         sig = ", ".join(f"{dt}[{', '.join(map(str, dims))}]" for dt, dims in spec.key)
         self.calls.append(CallRecord(kernel, sig, ms, int(stats["peak_bytes"]), int(stats["allocations"]),
-                                     compile_ms))
+                                     compile_ms, int(stats.get("shards", 1))))
 
     @property
     def peak_bytes(self) -> int:
@@ -67,10 +72,11 @@ class Profile:
         return max((c.peak_bytes for c in self.calls), default=0)
 
     def report(self) -> str:
-        rows = [f"{'kernel':<20} {'run ms':>10} {'compile ms':>10} {'peak bytes':>12} {'allocs':>7}  signature"]
+        rows = [f"{'kernel':<20} {'run ms':>10} {'compile ms':>10} {'peak bytes':>12} {'allocs':>7} {'shards':>6}"
+                "  signature"]
         for c in self.calls:
             rows.append(f"{c.kernel:<20} {c.ms:>10.3f} {c.compile_ms:>10.1f} {c.peak_bytes:>12} {c.allocations:>7}"
-                        f"  {c.signature}")
+                        f" {c.shards:>6}  {c.signature}")
         return "\n".join(rows)
 
 
@@ -122,19 +128,36 @@ def check_finite(outputs: dict[str, np.ndarray]) -> None:
                 raise KernelError(f"check_numerics: tensor '{name}' has {kind} at flat index {k}")
 
 
+@dataclass
+class MemoryLimit:
+    """The limit a `with pypto.memory_limit(...)` block sets, and what its calls did."""
+    nbytes: int
+    shard: bool = False
+    shards: int = 1       # the most shards one call inside was split into
+    peak_bytes: int = 0   # the largest peak of one call (one shard's, when sharded)
+
+    def record(self, stats: dict[str, int]) -> None:
+        self.shards = max(self.shards, int(stats.get("shards", 1)))
+        self.peak_bytes = max(self.peak_bytes, int(stats["peak_bytes"]))
+
+
 @contextlib.contextmanager
-def memory_limit(nbytes: int) -> Iterator[None]:
-    """Caps each kernel call's intermediate allocations (bytes); over it -> DeviceMemoryError."""
-    prev = getattr(_state, "memory_limit", 0)
-    _state.memory_limit = int(nbytes)
+def memory_limit(nbytes: int, shard: bool = False) -> Iterator[MemoryLimit]:
+    """Caps each kernel call's intermediate allocations (bytes). Over it: DeviceMemoryError
+    naming the stage, or with `shard=True` the call is split along the program's batch axis
+    (an outer axis every output slice depends on alone) into as many shards as needed."""
+    if int(nbytes) <= 0:
+        raise ValueError(f"memory_limit: nbytes must be positive, got {nbytes}")
+    prev = getattr(_state, "memory_limit", None)
+    _state.memory_limit = m = MemoryLimit(int(nbytes), bool(shard))
     try:
-        yield
+        yield m
     finally:
         _state.memory_limit = prev
 
 
-def current_memory_limit() -> int:
-    return getattr(_state, "memory_limit", 0)
+def current_memory_limit() -> MemoryLimit | None:
+    return getattr(_state, "memory_limit", None)
 
 
 def debug_print(t: Any, label: str | None = None) -> Any:

@@ -141,12 +141,12 @@ class Specialization:
         return k
 
     def run(self, arrays: Sequence[np.ndarray], schedule: Schedule | None = None,
-            memory_limit: int = 0) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+            memory_limit: int = 0, shard: bool = False) -> tuple[dict[str, np.ndarray], dict[str, int]]:
         # Views are passed in place with their strides, except that kernels vectorize
         # along the last axis (past trailing axes of 1) and need it dense: only such
         # arrays are copied.
         arrays = [a if _dense_innermost(a) else np.ascontiguousarray(a) for a in arrays]
-        outs, stats = self.kernel(schedule).run(list(arrays), None, memory_limit)
+        outs, stats = self.kernel(schedule).run(list(arrays), None, memory_limit, shard)
         return dict(zip(self.program.outputs(), outs)), stats
 
 
@@ -351,7 +351,11 @@ class KernelFunction:
         t1 = debug.now()
         compile_ms = (t1 - t0) * 1e3 if len(spec.compiled) > n_compiled else 0.0
         try:
-            outs, stats = spec.run(arrays, memory_limit=debug.current_memory_limit())
+            limit = debug.current_memory_limit()
+            outs, stats = spec.run(arrays, memory_limit=limit.nbytes if limit else 0,
+                                   shard=bool(limit and limit.shard))
+            if limit:
+                limit.record(stats)
             if debug.numerics_checked():
                 debug.check_finite(outs)
         except KernelError as e:

@@ -107,6 +107,7 @@ py::dict stats_dict(const RunStats& s) {
   py::dict d;
   d["peak_bytes"] = s.peak_bytes;
   d["allocations"] = s.allocations;
+  d["shards"] = s.shards;
   return d;
 }
 
@@ -157,41 +158,56 @@ void bind_backends(py::module_& m) {
 
   py::class_<Kernel>(m, "Kernel", "A Program compiled (JIT) under a schedule for a target.")
       .def(py::init([](const Program& p, const std::string& schedule, const std::string& target) {
-        const Schedule s = parse(schedule);
-        const Target t = parse_target(target);
-        py::gil_scoped_release nogil;  // compiling takes 0.2-1 s; let other threads run
-        return std::make_unique<Kernel>(p, s, t);
-      }), py::arg("program"), py::arg("schedule"), py::arg("target") = "host")
+             const Schedule s = parse(schedule);
+             const Target t = parse_target(target);
+             py::gil_scoped_release nogil;  // compiling takes 0.2-1 s; let other threads run
+             return std::make_unique<Kernel>(p, s, t);
+           }),
+           py::arg("program"), py::arg("schedule"), py::arg("target") = "host")
       .def_property_readonly("program", &Kernel::program)
       .def_property_readonly("schedule", [](const Kernel& k) { return dump(k.schedule()); })
       .def_property_readonly("target", [](const Kernel& k) { return target_dict(k.target()); })
       .def("output_shapes", &Kernel::output_shapes)
-      .def("run", [](const Kernel& k, const std::vector<py::object>& args, const py::object& out, size_t memory_limit) {
-        CallBuffers cb = prepare(k, args, out);
-        RunStats st;
-        {
-          py::gil_scoped_release nogil;
-          st = k.run(cb.inputs, cb.outputs, memory_limit);
-        }
-        return py::make_tuple(cb.out_arrays, stats_dict(st));
-      }, py::arg("args"), py::arg("out") = py::none(), py::arg("memory_limit") = 0,
-         "Runs on numpy arrays (inputs in Program.inputs() order); returns (outputs, stats).")
-      .def("time", [](const Kernel& k, const std::vector<py::object>& args, int warmup, int min_reps,
-                      double min_seconds, int max_reps) {
-        CallBuffers cb = prepare(k, args, py::none());
-        TimingStats t;
-        {
-          py::gil_scoped_release nogil;
-          t = time_it([&] { k.run(cb.inputs, cb.outputs); }, warmup, min_reps, min_seconds, max_reps);
-        }
-        py::dict d;
-        d["median_ms"] = t.median_ms;
-        d["min_ms"] = t.min_ms;
-        d["max_ms"] = t.max_ms;
-        d["reps"] = t.reps;
-        return d;
-      }, py::arg("args"), py::arg("warmup") = 1, py::arg("min_reps") = 5, py::arg("min_seconds") = 0.2,
-         py::arg("max_reps") = 1000, "Median / min / max wall time of run() in ms (timing loop in C++).");
+      .def(
+          "run",
+          [](const Kernel& k, const std::vector<py::object>& args, const py::object& out,
+             size_t memory_limit, bool shard) {
+            CallBuffers cb = prepare(k, args, out);
+            RunStats st;
+            {
+              py::gil_scoped_release nogil;
+              st = k.run(cb.inputs, cb.outputs, memory_limit,
+                         shard ? OnRefusal::Shard : OnRefusal::Fail);
+            }
+            return py::make_tuple(cb.out_arrays, stats_dict(st));
+          },
+          py::arg("args"), py::arg("out") = py::none(), py::arg("memory_limit") = 0,
+          py::arg("shard") = false,
+          "Runs on numpy arrays (inputs in Program.inputs() order); returns (outputs, stats). Over "
+          "`memory_limit` bytes of intermediates: DeviceMemoryError, or with `shard` a run split "
+          "along "
+          "the program's batch axis (stats['shards']).")
+      .def(
+          "time",
+          [](const Kernel& k, const std::vector<py::object>& args, int warmup, int min_reps,
+             double min_seconds, int max_reps) {
+            CallBuffers cb = prepare(k, args, py::none());
+            TimingStats t;
+            {
+              py::gil_scoped_release nogil;
+              t = time_it([&] { k.run(cb.inputs, cb.outputs); }, warmup, min_reps, min_seconds,
+                          max_reps);
+            }
+            py::dict d;
+            d["median_ms"] = t.median_ms;
+            d["min_ms"] = t.min_ms;
+            d["max_ms"] = t.max_ms;
+            d["reps"] = t.reps;
+            return d;
+          },
+          py::arg("args"), py::arg("warmup") = 1, py::arg("min_reps") = 5,
+          py::arg("min_seconds") = 0.2, py::arg("max_reps") = 1000,
+          "Median / min / max wall time of run() in ms (timing loop in C++).");
 
   m.def("generate_library", [](const Program& p, const std::string& schedule, const std::string& target,
                                const std::string& out_dir, const std::string& name) {

@@ -57,8 +57,13 @@ inline std::map<std::string, HostTensor> random_inputs(const Program& p, std::mt
 }
 
 // Runs `k` on f32 copies of `inputs` (bf16 copies for its bf16 inputs; f32
-// outputs); returns outputs as HostTensors.
-inline std::vector<HostTensor> run_f32(const Kernel& k, const std::map<std::string, HostTensor>& inputs) {
+// outputs); returns outputs as HostTensors. `memory_limit`, `on_refusal` and
+// `stats` are Kernel::run's.
+inline std::vector<HostTensor> run_f32(const Kernel& k,
+                                       const std::map<std::string, HostTensor>& inputs,
+                                       size_t memory_limit = 0,
+                                       OnRefusal on_refusal = OnRefusal::Fail,
+                                       RunStats* stats = nullptr) {
   const Program& p = k.program();
   std::vector<std::vector<float>> in_store;
   std::vector<std::vector<uint16_t>> bf16_store;  // bf16 inputs: values rounded to nearest even
@@ -85,7 +90,8 @@ inline std::vector<HostTensor> run_f32(const Kernel& k, const std::map<std::stri
     out_store.emplace_back(static_cast<size_t>(n), std::nanf(""));
   }
   for (size_t i = 0; i < out_shapes.size(); ++i) outs.push_back({out_store[i].data(), DType::F32, out_shapes[i], {}});
-  k.run(ins, outs);
+  const RunStats st = k.run(ins, outs, memory_limit, on_refusal);
+  if (stats) *stats = st;
   std::vector<HostTensor> r;
   for (size_t i = 0; i < out_shapes.size(); ++i) r.push_back({out_shapes[i], {out_store[i].begin(), out_store[i].end()}});
   return r;

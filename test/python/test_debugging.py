@@ -104,6 +104,63 @@ def test_memory_error_reports_the_bytes_live_when_refused(rng):
         f(x)
     assert prof.peak_bytes == 2 * 64 * 256 * 4
     with pytest.raises(pypto.DeviceMemoryError,
-                       match=r"DEVICE_MEMORY_EXHAUSTED: .* asked for 65536 bytes with 65536 live and a limit of 131071"):
+                       match=r"DEVICE_MEMORY_EXHAUSTED: .*stage.* asked for 65536 bytes with 65536 live and a "
+                             r"limit of 131071 bytes; compute it inside its consumer's loop"):
         with pypto.memory_limit(prof.peak_bytes - 1):
             f(x)
+
+
+def test_memory_error_names_the_stage(rng):
+    x = rng.random((128, 512)).astype(np.float32)
+
+    @pypto.kernel(dynamic=False)
+    def f(x):
+        return pypto.ops.relu(x @ x.T).sum(axis=1)
+    del f.schedule(x)["matmul"]  # the matmul alone at root: a 64 KiB intermediate
+    with pytest.raises(pypto.DeviceMemoryError, match=r"stage 'matmul' asked for 65536 bytes"):
+        with pypto.memory_limit(32 * 1024):
+            f(x)
+    with pytest.raises(ValueError, match="nbytes must be positive"):
+        with pypto.memory_limit(0):
+            pass
+
+
+def test_sharding_runs_a_program_ten_times_over_its_memory_limit(rng):
+    # A two-layer MLP over 512 rows: its hidden activations (512 x 1024 floats, 2 MiB)
+    # are ten times the limit; sharded along the rows, each shard fits.
+    x = rng.standard_normal((512, 64)).astype(np.float32)
+    w1 = (rng.standard_normal((64, 1024)) / 8).astype(np.float32)
+    w2 = (rng.standard_normal((1024, 32)) / 32).astype(np.float32)
+
+    @pypto.kernel(dynamic=False)
+    def mlp(x, w1, w2):
+        return pypto.ops.softmax(pypto.ops.relu(x @ w1) @ w2, axis=-1)
+    with pypto.profile() as prof:
+        mlp(x, w1, w2)
+    limit = prof.peak_bytes // 10
+    assert prof.peak_bytes >= 512 * 1024 * 4
+    with pytest.raises(pypto.DeviceMemoryError, match="shard"):
+        with pypto.memory_limit(limit):
+            mlp(x, w1, w2)
+    with pypto.profile() as prof, pypto.memory_limit(limit, shard=True) as m:
+        got = mlp(x, w1, w2)
+    h = np.maximum(x.astype(np.float64) @ w1, 0) @ w2
+    want = np.exp(h - h.max(axis=1, keepdims=True))
+    want /= want.sum(axis=1, keepdims=True)
+    # f32 sums of 64 and 1024 products of O(1) terms: ~1e-6 relative; 1e-5 absolute on probabilities.
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert m.shards >= 10 and 0 < m.peak_bytes <= limit
+    assert prof.calls[-1].shards == m.shards and "shards" in prof.report()
+
+
+def test_sharding_an_unsplittable_program_says_why(rng):
+    x = rng.random((256, 256)).astype(np.float32)
+
+    @pypto.kernel(dynamic=False)
+    def total_softmax(x):
+        e = pypto.ops.exp(x)
+        return e / e.sum()   # every element reads the total of all of them
+    del total_softmax.schedule(x)["exp"]
+    with pytest.raises(pypto.DeviceMemoryError, match="sharding cannot split it"):
+        with pypto.memory_limit(64 * 1024, shard=True):
+            total_softmax(x)

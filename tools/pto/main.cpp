@@ -110,7 +110,16 @@ struct Common {
   }
 };
 
-int cmd_run(const Common& c, int reps, bool check_numerics) {
+struct RunArgs {
+  int reps = 10;
+  bool check_numerics = false;
+  size_t memory_limit = 0;  // bytes of intermediates, 0 = none
+  bool shard = false;
+};
+
+int cmd_run(const Common& c, const RunArgs& a) {
+  const int reps = a.reps;
+  const bool check_numerics = a.check_numerics;
   const Program p = load_program(c.program, parse_sizes(c.sets));
   const Target t = parse_target(c.target);
   const Schedule s = c.chosen(p, t);
@@ -129,7 +138,12 @@ int cmd_run(const Common& c, int reps, bool check_numerics) {
   std::printf("compiling %s for %s ...\n", p.name().c_str(), t.name.c_str());
   const Kernel k(p, s, t);
   const Kernel reference(p, tuner::reference_schedule(p), t);
-  k.run(in_refs, out_refs);
+  const OnRefusal on_refusal = a.shard ? OnRefusal::Shard : OnRefusal::Fail;
+  const RunStats st = k.run(in_refs, out_refs, a.memory_limit, on_refusal);
+  if (a.memory_limit)
+    std::printf("memory: peak %zu bytes of intermediates (limit %zu)%s\n", st.peak_bytes,
+                a.memory_limit,
+                st.shards > 1 ? (", in " + std::to_string(st.shards) + " shards").c_str() : "");
   if (check_numerics) {
     bool finite = true;
     for (const auto& v : tuner::to_f32(out))
@@ -144,7 +158,8 @@ int cmd_run(const Common& c, int reps, bool check_numerics) {
   reference.run(in_refs, ref_refs);
   const double max_err = tuner::max_rel_error(tuner::to_f32(out), tuner::to_f32(ref));
   const double tol = tuner::rounding_tolerance(p);
-  const TimingStats ts = time_it([&] { k.run(in_refs, out_refs); }, 1, reps);
+  const TimingStats ts =
+      time_it([&] { k.run(in_refs, out_refs, a.memory_limit, on_refusal); }, 1, reps);
   const double gflops = program_flops(p) / (ts.median_ms * 1e6);
   std::printf("check vs the f64 reference: max rel err %.2e (bound %.0e) %s\n", max_err, tol, max_err <= tol ? "OK" : "MISMATCH");
   std::printf("time: median %.4g ms (min %.4g, max %.4g, %d reps)  %.1f GFLOP/s\n", ts.median_ms, ts.min_ms,
@@ -300,13 +315,21 @@ int main(int argc, char** argv) {
   bis->add_option("--seed", bisect_seed, "seed of the random inputs (uniform in [-1, 1))");
 
   Common run_c;
-  int reps = 10;
+  RunArgs run_a;
   auto* run = app.add_subcommand("run", "JIT-compile, run on random data, check against the f64 reference, time");
   run_c.schedule = "best";  // the JIT path picks the tuned record when there is one
   run_c.add(run);
-  run->add_option("--reps", reps, "timed repetitions (at least)");
-  bool run_numerics = false;
-  run->add_flag("--check-numerics", run_numerics,
+  run->add_option("--reps", run_a.reps, "timed repetitions (at least)");
+  run->add_option(
+         "--memory-limit", run_a.memory_limit,
+         "cap on the bytes of intermediates each run allocates; over it DEVICE_MEMORY_EXHAUSTED "
+         "(exit 2) naming the stage, or with --shard a run split to fit")
+      ->check(CLI::PositiveNumber);
+  run->add_flag(
+      "--shard", run_a.shard,
+      "with --memory-limit: split a run over the limit along the program's batch axis into "
+      "as many shards as fit");
+  run->add_flag("--check-numerics", run_a.check_numerics,
                 "on NaN or Inf in an output, name the first stage that produced it, where, and "
                 "what it read (exit 5)");
 
@@ -402,7 +425,9 @@ int main(int argc, char** argv) {
         });
       }
     } else if (app.got_subcommand("run")) {
-      return cmd_run(run_c, reps, run_numerics);
+      if (run_a.shard && !run_a.memory_limit)
+        throw Error("pto run: --shard needs --memory-limit BYTES");
+      return cmd_run(run_c, run_a);
     } else if (app.got_subcommand("bisect")) {
       return cmd_bisect(bisect_c, bisect_tol, bisect_seed);
     } else if (app.got_subcommand("worker")) {

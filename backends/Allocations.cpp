@@ -1,0 +1,71 @@
+#include "backends/Allocations.h"
+
+#include <set>
+
+namespace pto {
+namespace {
+
+// The stage an allocation's name belongs to: Halide names buffers after
+// their Func, uniquified ("sm$3", "sm.0"), PTO's helper Funcs after their
+// stage ("acc__acc").
+std::string stage_of(std::string name, const Program& p) {
+  if (const size_t cut = name.find_first_of(".$"); cut != std::string::npos) name.resize(cut);
+  if (p.find_stage(name)) return name;
+  if (const size_t sep = name.rfind("__");
+      sep != std::string::npos && p.find_stage(name.substr(0, sep)))
+    return name.substr(0, sep);
+  return name;
+}
+
+}  // namespace
+
+std::vector<HeapAllocation> heap_allocations(const LoweredPipeline& lp, const Program& p) {
+  using namespace Halide::Internal;
+  struct Walk : IRVisitor {
+    const Program& p;
+    std::vector<HeapAllocation> found;
+    explicit Walk(const Program& prog) : p(prog) {}
+    using IRVisitor::visit;
+    void visit(const Allocate* op) override {
+      if (op->memory_type != Halide::MemoryType::Stack &&
+          op->memory_type != Halide::MemoryType::Register) {
+        size_t elems = 1;
+        for (const Halide::Expr& e : op->extents) {
+          const auto c = as_const_int(e);
+          elems = c && *c > 0 && elems ? elems * static_cast<size_t>(*c) : 0;
+        }
+        if (elems) elems += static_cast<size_t>(std::max(op->padding, 0));
+        found.push_back({stage_of(op->name, p), elems * static_cast<size_t>(op->type.bytes())});
+      }
+      IRVisitor::visit(op);
+    }
+  } walk(p);
+  const Halide::Module m = with_halide_errors("listing the allocations of '" + p.name() + "'", [&] {
+    Halide::Pipeline pipeline = lp.pipeline;  // a handle: compile_to_module is not const
+    return pipeline.compile_to_module(lp.arguments(), "kernel", lp.target);
+  });
+  for (const auto& f : m.functions()) f.body.accept(&walk);
+  return walk.found;
+}
+
+std::string allocation_owner(const std::vector<HeapAllocation>& allocs, size_t n) {
+  // Halide rounds a heap request up a little (alignment, over-read padding).
+  constexpr size_t kSlack = 256;
+  const auto fits = [&](const HeapAllocation& a) {
+    return a.bytes && a.bytes <= n && n <= a.bytes + kSlack;
+  };
+  std::set<std::string> exact, sized_at_run_time;
+  for (const HeapAllocation& a : allocs) {
+    if (fits(a)) exact.insert(a.stage);
+    if (!a.bytes) sized_at_run_time.insert(a.stage);
+  }
+  const std::set<std::string>& names = exact.empty() ? sized_at_run_time : exact;
+  if (names.empty()) return "";
+  std::string r;
+  for (const std::string& s : names) r += (r.empty() ? "'" : "' or '") + s;
+  r += "'";
+  return (names.size() == 1 ? "stage " : "one of stages ") + r +
+         (exact.empty() ? " (a tile sized at run time)" : "");
+}
+
+}  // namespace pto
