@@ -3,21 +3,6 @@
 #include <set>
 
 namespace pto {
-namespace {
-
-// The stage an allocation's name belongs to: Halide names buffers after
-// their Func, uniquified ("sm$3", "sm.0"), PTO's helper Funcs after their
-// stage ("acc__acc").
-std::string stage_of(std::string name, const Program& p) {
-  if (const size_t cut = name.find_first_of(".$"); cut != std::string::npos) name.resize(cut);
-  if (p.find_stage(name)) return name;
-  if (const size_t sep = name.rfind("__");
-      sep != std::string::npos && p.find_stage(name.substr(0, sep)))
-    return name.substr(0, sep);
-  return name;
-}
-
-}  // namespace
 
 std::vector<HeapAllocation> heap_allocations(const LoweredPipeline& lp, const Program& p) {
   using namespace Halide::Internal;
@@ -35,7 +20,8 @@ std::vector<HeapAllocation> heap_allocations(const LoweredPipeline& lp, const Pr
           elems = c && *c > 0 && elems ? elems * static_cast<size_t>(*c) : 0;
         }
         if (elems) elems += static_cast<size_t>(std::max(op->padding, 0));
-        found.push_back({stage_of(op->name, p), elems * static_cast<size_t>(op->type.bytes())});
+        found.push_back(
+            {stage_of_func(op->name, p), elems * static_cast<size_t>(op->type.bytes())});
       }
       IRVisitor::visit(op);
     }

@@ -1,5 +1,6 @@
 #include "backends/Jit.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,10 @@ struct RunContext : ParallelContext {
   bool refused = false;
   size_t refused_bytes = 0, refused_live = 0;  // the request, and the bytes live at that moment
   std::mutex mu;  // parallel tasks allocate concurrently
+  // run_traced(): where stage events go, and the traced Funcs' stages and element sizes.
+  const StageSink* sink = nullptr;
+  const std::map<std::string, std::pair<std::string, size_t>>* traced = nullptr;
+  std::atomic<int32_t> next_event{1};
 };
 
 constexpr size_t kPad = 64;  // Halide may read slightly before/after a block.
@@ -58,6 +63,40 @@ void* on_malloc(Halide::JITUserContext* ctx, size_t n) {
   }
   std::memcpy(base, &n, sizeof n);
   return base + kPad;
+}
+
+int32_t on_trace(Halide::JITUserContext* ctx, const halide_trace_event_t* e) {
+  auto* c = static_cast<RunContext*>(ctx);
+  const int32_t id =
+      c->next_event.fetch_add(1, std::memory_order_relaxed);  // parent ids of later events
+  if (!c->sink) return id;
+  StageEvent::Kind kind;
+  switch (e->event) {
+    case halide_trace_begin_realization:
+      kind = StageEvent::Kind::Realize;
+      break;
+    case halide_trace_end_realization:
+      kind = StageEvent::Kind::EndRealize;
+      break;
+    case halide_trace_produce:
+      kind = StageEvent::Kind::Produce;
+      break;
+    case halide_trace_end_produce:
+      kind = StageEvent::Kind::EndProduce;
+      break;
+    default:
+      return id;
+  }
+  const auto it = c->traced->find(e->func);
+  if (it == c->traced->end()) return id;
+  size_t bytes = 0;
+  if (kind == StageEvent::Kind::Realize) {
+    bytes = it->second.second;
+    for (int32_t d = 0; d + 1 < e->dimensions; d += 2)
+      bytes *= static_cast<size_t>(std::max(e->coordinates[d + 1], 0));
+  }
+  (*c->sink)(StageEvent{kind, it->second.first, bytes});
+  return id;
 }
 
 void on_free(Halide::JITUserContext* ctx, void* p) {
@@ -177,9 +216,13 @@ struct Kernel::Impl {
   ShardCache shards;              // run(..., OnRefusal::Shard): the batch axis, kernels per shard
   std::once_flag allocs_once;     // heap_allocations(), listed on the first refusal
   std::vector<HeapAllocation> allocs;
+  // trace_stages: Halide Func name -> (stage, bytes per element)
+  std::map<std::string, std::pair<std::string, size_t>> traced;
 };
 
-Kernel::Kernel(const Program& p, const Schedule& s, const Target& t) : impl_(std::make_unique<Impl>()) {
+Kernel::Kernel(const Program& p, const Schedule& s, const Target& t,
+               const std::function<bool(const std::string&)>& trace_stages)
+    : impl_(std::make_unique<Impl>()) {
   if (!t.runs_here())
     throw TargetError("target '" + t.name + "' (" + t.halide +
                       ") cannot run in this process; JIT needs a target this CPU supports (use 'host'), "
@@ -196,6 +239,13 @@ Kernel::Kernel(const Program& p, const Schedule& s, const Target& t) : impl_(std
   impl_->schedule = s;
   impl_->target = t;
   impl_->lowered = lower(impl_->program, s, t);
+  if (trace_stages)
+    for (auto& [name, f] : impl_->lowered.funcs) {
+      const std::string stage = stage_of_func(name, impl_->program);
+      if (!trace_stages(stage)) continue;
+      f.trace_realizations();
+      impl_->traced[f.name()] = {stage, static_cast<size_t>(f.types()[0].bytes())};
+    }
   impl_->callable = with_halide_errors("JIT-compiling program '" + p.name() + "'", [&] {
     return impl_->lowered.pipeline.compile_to_callable(impl_->lowered.arguments(), impl_->lowered.target);
   });
@@ -262,6 +312,20 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
                      size_t memory_limit, OnRefusal on_refusal) const {
   if (on_refusal == OnRefusal::Shard && memory_limit > 0)
     return run_sharded(*this, impl_->shards, inputs, outputs, memory_limit);
+  return run_with(inputs, outputs, memory_limit, nullptr);
+}
+
+RunStats Kernel::run_traced(const std::vector<BufferRef>& inputs,
+                            const std::vector<BufferRef>& outputs, const StageSink& sink) const {
+  if (impl_->traced.empty())
+    throw RuntimeError("run_traced: kernel for '" + impl_->program.name() +
+                       "' was not built with trace_stages");
+  return run_with(inputs, outputs, 0, &sink);
+}
+
+RunStats Kernel::run_with(const std::vector<BufferRef>& inputs,
+                          const std::vector<BufferRef>& outputs, size_t memory_limit,
+                          const StageSink* sink) const {
   const Program& p = impl_->program;
   const Bindings bound = bind_inputs(
       p, inputs.size(), [&](size_t i) -> const auto& { return inputs[i].shape; });
@@ -343,6 +407,12 @@ RunStats Kernel::run(const std::vector<BufferRef>& inputs, const std::vector<Buf
   ctx.handlers.custom_error = on_error;
   ctx.handlers.custom_malloc = on_malloc;
   ctx.handlers.custom_free = on_free;
+  if (!impl_->traced
+           .empty()) {  // a traced kernel: events to the sink, if any (never Halide's printer)
+    ctx.sink = sink;
+    ctx.traced = &impl_->traced;
+    ctx.handlers.custom_trace = on_trace;
+  }
   use_parallel_for(ctx, impl_->schedule.options.threads);
   Halide::JITUserContext* ctx_ptr = &ctx;
   std::vector<const void*> argv{&ctx_ptr};

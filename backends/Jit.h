@@ -10,13 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "target/Target.h"
 #include "dsl/Program.h"
 #include "schedules/Schedule.h"
+#include "target/Target.h"
 
 namespace pto {
 
@@ -39,6 +40,17 @@ enum class OnRefusal {
   Shard,  // split the run along the program's batch axis into shards that fit
 };
 
+// A realization or production of a stage, reported by a Kernel built with
+// `trace_stages` to the sink of run_traced() (debug/StageProfile.h). Called
+// on the thread that runs it, from several threads at once.
+struct StageEvent {
+  enum class Kind { Realize, EndRealize, Produce, EndProduce };
+  Kind kind;
+  const std::string& stage;
+  size_t bytes = 0;  // Realize: the buffer's size
+};
+using StageSink = std::function<void(const StageEvent&)>;
+
 // `b` copied into `storage` dense row-major, as a BufferRef without strides
 // (any strides; each run of dense trailing axes is one memcpy).
 BufferRef dense_copy(const BufferRef& b, std::vector<uint8_t>& storage);
@@ -50,7 +62,10 @@ std::vector<std::vector<int64_t>> output_shapes(
 
 class Kernel {
  public:
-  Kernel(const Program& p, const Schedule& s, const Target& t);
+  // `trace_stages`: the stages (by name) instrumented to report their
+  // realizations and productions to run_traced()'s sink (a call per event).
+  Kernel(const Program& p, const Schedule& s, const Target& t,
+         const std::function<bool(const std::string& stage)>& trace_stages = nullptr);
   ~Kernel();
   Kernel(Kernel&&) noexcept;
   Kernel& operator=(Kernel&&) noexcept;
@@ -67,8 +82,13 @@ class Kernel {
   // intermediate allocations; over it, `on_refusal` says whether to fail or shard.
   RunStats run(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
                size_t memory_limit = 0, OnRefusal on_refusal = OnRefusal::Fail) const;
+  // run() reporting stage events to `sink` (a kernel built with trace_stages).
+  RunStats run_traced(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
+                      const StageSink& sink) const;
 
  private:
+  RunStats run_with(const std::vector<BufferRef>& inputs, const std::vector<BufferRef>& outputs,
+                    size_t memory_limit, const StageSink* sink) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -857,6 +857,17 @@ class Lowering {
 
 }  // namespace
 
+std::string stage_of_func(std::string name, const Program& p) {
+  if (const size_t cut = name.find_first_of(".$"); cut != std::string::npos) name.resize(cut);
+  if (p.find_stage(name)) return name;
+  if (name.ends_with('_') && p.find_stage(name.substr(0, name.size() - 1)))  // symbol_name's suffix
+    return name.substr(0, name.size() - 1);
+  if (const size_t sep = name.rfind("__");
+      sep != std::string::npos && p.find_stage(name.substr(0, sep)))
+    return name.substr(0, sep);
+  return name;
+}
+
 LoweredPipeline lower(const Program& p, const Schedule& given, const Target& t,
                       const LowerOptions& o) {
   validate(p, given, &t);

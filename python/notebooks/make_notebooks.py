@@ -293,34 +293,46 @@ for level in range(4):
     print(f"opt level {level}: rel err {err:.1e}, {k.time(x).median_ms:.4f} ms")"""),
 md("""## 3. Where does the time go?
 
-Each stage timed alone (a one-stage program over inputs of the right shapes): a breakdown,
-not a decomposition of the fused kernel."""),
+`profile_stages` runs the kernel with its stages traced: each stage with loops at root is timed
+by the wall clock over repeated runs (the stages fused into its loops included), and every
+stage is listed with where it runs (root, inside which stage, inlined), how often it is
+produced and its largest buffer. The same table is `pto run PROGRAM --profile`."""),
 code("""@pypto.kernel(dynamic=False)
 def block(x, w):
     return pypto.ops.softmax(pypto.ops.relu(x @ w), axis=-1)
 
 w = rng.random((256, 512), dtype=np.float32)
-times = block.stage_times(x, w)
-for name, t in times.items():
-    print(f"{name:12s} {t.median_ms:.4f} ms")
-pypto.plots.stage_bars(times)
-print("CHECK stages_timed", len(times) >= 3)"""),
-md("""## 4. Memory
+prof = block.profile_stages(x, w)
+print(prof)
+pypto.plots.stage_profile(prof)
+print("CHECK stages_profiled", len(prof.roots) >= 2 and all(r.ms > 0 for r in prof.roots))"""),
+md("""## 4. Memory: the stage that does not fit, and sharding
 
 `memory_limit` caps each call's intermediate allocations: over it, a `DeviceMemoryError`
-(`DEVICE_MEMORY_EXHAUSTED`) instead of an abort. Dynamic sharding of the work under the
-limit is not built yet (docs/TROUBLESHOOTING.md)."""),
-code("""@pypto.kernel(dynamic=False)
-def wide(x):
-    return pypto.ops.softmax(pypto.exp(x) * 2.0, axis=-1) @ x.T   # a 64 x 256 intermediate
+(`DEVICE_MEMORY_EXHAUSTED`) naming the stage, instead of an abort. With `shard=True` the call
+is split along the program's batch axis (here the rows: each output row depends on its own
+input row and the whole weight matrix) into as many shards as needed for each shard's
+intermediates to fit."""),
+code("""xs = rng.standard_normal((512, 64)).astype(np.float32)
+w1 = (rng.standard_normal((64, 1024)) / 8).astype(np.float32)
+w2 = (rng.standard_normal((1024, 32)) / 32).astype(np.float32)
+
+@pypto.kernel(dynamic=False)
+def mlp(x, w1, w2):
+    return pypto.ops.softmax(pypto.ops.relu(x @ w1) @ w2, axis=-1)   # hidden: 512 x 1024 floats
 
 with pypto.profile() as prof:
-    wide(x)
-print(prof.report())
+    want = mlp(xs, w1, w2)
+limit = prof.peak_bytes // 10
+print(f"intermediates: {prof.peak_bytes} bytes; limit {limit} bytes")
 try:
-    with pypto.memory_limit(prof.peak_bytes // 2):
-        wide(x)
+    with pypto.memory_limit(limit):
+        mlp(xs, w1, w2)
 except pypto.DeviceMemoryError as e:
-    print(type(e).__name__, str(e)[:200])
-    print("CHECK memory_error", True)"""),
+    print(type(e).__name__, str(e)[:240])
+    print("CHECK memory_error", "stage" in str(e))
+with pypto.memory_limit(limit, shard=True) as m:
+    got = mlp(xs, w1, w2)
+print(f"sharded into {m.shards} shards, largest shard peak {m.peak_bytes} bytes (limit {limit})")
+print("CHECK sharded", m.shards >= 10 and m.peak_bytes <= limit and np.allclose(got, want, rtol=1e-5, atol=1e-6))"""),
 ], os.path.join(HERE, "debugging.ipynb"))

@@ -3,6 +3,8 @@
     with pypto.profile() as prof:        # every kernel call: time, peak heap bytes, allocations
         y = f(x)
     print(prof.report())
+    f.profile_stages(x)                  # per stage: wall time of root stages, placement, buffers
+    with pypto.profile(stages=True):     # the same for every call inside
 
     with pypto.check_numerics():         # NaN/Inf in any output raises KernelError naming the
         y = f(x)                         # first stage that produced it, where, and what it read
@@ -58,8 +60,12 @@ class CallRecord:
 
 @dataclass
 class Profile:
-    """Calls recorded inside a `with pypto.profile()` block."""
+    """Calls recorded inside a `with pypto.profile()` block; with `stages=True` also each
+    call's per-stage profile (`stage_profiles`, StageProfile: traced runs, see
+    `KernelFunction.profile_stages`)."""
     calls: list[CallRecord] = field(default_factory=list)
+    with_stages: bool = False
+    stage_profiles: list[Any] = field(default_factory=list)
 
     def record(self, kernel: str, spec: Any, ms: float, stats: dict[str, int], compile_ms: float = 0.0) -> None:
         sig = ", ".join(f"{dt}[{', '.join(map(str, dims))}]" for dt, dims in spec.key)
@@ -77,13 +83,18 @@ class Profile:
         for c in self.calls:
             rows.append(f"{c.kernel:<20} {c.ms:>10.3f} {c.compile_ms:>10.1f} {c.peak_bytes:>12} {c.allocations:>7}"
                         f" {c.shards:>6}  {c.signature}")
+        for sp in self.stage_profiles:
+            rows.append("")
+            rows.append(sp.report.rstrip())
         return "\n".join(rows)
 
 
 @contextlib.contextmanager
-def profile() -> Iterator[Profile]:
+def profile(stages: bool = False) -> Iterator[Profile]:
+    """Records each kernel call inside (time, compile time, heap peak, shards); with
+    `stages=True` each call is also profiled per stage (its kernel traced and rerun)."""
     prev = getattr(_state, "profile", None)
-    _state.profile = p = Profile()
+    _state.profile = p = Profile(with_stages=stages)
     try:
         yield p
     finally:
@@ -185,6 +196,45 @@ def show(label: str, name: str, a: np.ndarray) -> None:
     head = np.array2string(f.ravel()[:6], precision=4, separator=", ")
     stats = f"min {f.min():.4g} max {f.max():.4g} mean {f.mean():.4g}" if f.size else "empty"
     print(f"[debug_print] {label} ({name}): {a.dtype}{list(a.shape)} {stats} first {head}")
+
+
+@dataclass
+class StageRecord:
+    """One stage of a StageProfile (debug/StageProfile.h)."""
+    stage: str
+    op: str
+    placement: str       # "root", "inside <stage>", "inlined"
+    ms: float            # root stages: wall time per run, the stages fused into it included
+    share: float         # root stages: share of the run
+    productions: float   # per run
+    buffer_bytes: int    # its largest buffer
+
+
+class StageProfile:
+    """What `k.profile_stages(*arrays)` measured: `.stages` (StageRecord, in order of first
+    production), `.run_ms`, `.runs`, `.peak_bytes`; prints as the table of `pto run --profile`."""
+
+    def __init__(self, d: dict[str, Any]):
+        self.program: str = d["program"]
+        self.stages = [StageRecord(**r) for r in d["stages"]]
+        self.run_ms: float = d["run_ms"]
+        self.runs: int = d["runs"]
+        self.peak_bytes: int = d["peak_bytes"]
+        self.report: str = d["report"]
+
+    @property
+    def roots(self) -> list[StageRecord]:
+        """The stages with loops at root: their times add up to the run's."""
+        return [s for s in self.stages if s.placement == "root"]
+
+    def __str__(self) -> str:
+        return self.report
+
+    def __repr__(self) -> str:
+        return f"StageProfile({self.program!r}, {len(self.roots)} root stages, {self.run_ms:.4g} ms per run)"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython
+        p.text(self.report)
 
 
 class BisectResult:

@@ -366,6 +366,9 @@ class KernelFunction:
             raise KernelError(where["message"] if where["found"] else str(e)) from None
         if prof is not None:
             prof.record(self.name, spec, (debug.now() - t1) * 1e3, stats, compile_ms)
+            if prof.with_stages:
+                prof.stage_profiles.append(debug.StageProfile(_pto.profile_stages(
+                    spec.program, spec.schedule_json(), spec.target, list(arrays), 0.1)))
         for label, t in spec.trace.taps:
             debug.show(label, t, outs[t] if t in outs else arrays[spec.arg_names.index(t)])
         text = spec.schedule_json()
@@ -440,6 +443,18 @@ class KernelFunction:
         spec = self.specialize(*arrays)
         s = schedule or spec.schedule
         return BisectResult(_pto.bisect(spec.program, s.to_json(), spec.target, arrays, tolerance))
+
+    def profile_stages(self, *args: Any, schedule: Schedule | None = None, min_seconds: float = 0.2) -> Any:
+        """This signature's kernel run on these arrays with its stages traced (`pto run --profile`):
+        each root stage's wall time (the stages fused into it included), where every stage runs
+        (root, inside which stage, inlined), its productions per run and its largest buffer, and
+        the run's heap peak. Returns a StageProfile (`.stages` records, `.report`, a table in
+        notebooks; `pypto.plots.stage_profile` draws it)."""
+        from .debug import StageProfile
+        arrays = self._arrays(args)
+        spec = self.specialize(*arrays)
+        s = schedule or spec.schedule
+        return StageProfile(_pto.profile_stages(spec.program, s.to_json(), spec.target, arrays, min_seconds))
 
     def stage_times(self, *args: Any, min_seconds: float = 0.05) -> dict[str, Timing]:
         """Each stage timed alone: a one-stage program over random inputs of the right shapes.

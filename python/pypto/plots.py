@@ -45,6 +45,23 @@ def stage_bars(times: dict[str, Any], ax: Any = None) -> Any:
     return ax
 
 
+def stage_profile(profile: Any, ax: Any = None) -> Any:
+    """Horizontal bars of a StageProfile's root stages (`k.profile_stages(...)`): wall time per
+    run, each labelled with its share of the run and the stages fused into it."""
+    ax = _ax(ax)
+    roots = profile.roots
+    fused = {r.stage: [s.stage for s in profile.stages if s.placement == f"inside {r.stage}"] for r in roots}
+    labels = [r.stage + (f" (+{len(fused[r.stage])} fused)" if fused[r.stage] else "") for r in roots]
+    ms = [r.ms for r in roots]
+    bars = ax.barh(labels, ms, color="C2")
+    for b, r in zip(bars, roots):
+        ax.text(b.get_width(), b.get_y() + b.get_height() / 2, f" {100 * r.share:.0f}%", va="center")
+    ax.invert_yaxis()
+    ax.set_xlabel(f"ms per run (traced; run {profile.run_ms:.3g} ms, heap peak {profile.peak_bytes / 2**20:.2f} MiB)")
+    ax.set_title(f"{profile.program}: per-stage time")
+    return ax
+
+
 def roofline(points: Sequence[tuple[str, float, float, float]], peak_gflops: float | None = None,
              peak_gbs: float | None = None, ax: Any = None) -> Any:
     """Kernels as (label, flops, bytes, median_ms) against this machine's roofs (log-log).

@@ -1,12 +1,14 @@
 // Bindings of the troubleshooting tools (debug/): `_pto.bisect` runs
 // debug/Bisect.h on numpy arrays (`k.bisect(*arrays)` in pypto), and
-// `_pto.locate_nonfinite` debug/CheckNumerics.h (`pypto.check_numerics()`).
+// `_pto.locate_nonfinite` debug/CheckNumerics.h (`pypto.check_numerics()`),
+// `_pto.profile_stages` debug/StageProfile.h (`k.profile_stages(*arrays)`).
 #include <pybind11/stl.h>
 
 #include "Bindings.h"
 #include "Buffers.h"
 #include "debug/Bisect.h"
 #include "debug/CheckNumerics.h"
+#include "debug/StageProfile.h"
 #include "schedules/ScheduleJson.h"
 #include "target/Target.h"
 
@@ -112,6 +114,49 @@ void bind_debug(py::module_& m) {
       py::arg("tolerance") = 0.0,
       "The stage, then the schedule field, that takes the output past the tolerance "
       "(debug/Bisect.h).");
+  m.def(
+      "profile_stages",
+      [](const Program& p, const std::string& schedule, const std::string& target,
+         const std::vector<py::array>& args, double min_seconds) {
+        const Target t = parse_target(target);
+        const Schedule s = schedule_from_json_string(schedule);
+        if (args.size() != p.inputs().size())
+          throw ShapeError("profile_stages: program '" + p.name() + "' takes " +
+                           std::to_string(p.inputs().size()) + " arrays, got " +
+                           std::to_string(args.size()));
+        std::vector<BufferRef> ins;
+        for (size_t i = 0; i < args.size(); ++i)
+          ins.push_back(view(args[i], "argument '" + p.inputs()[i].name + "'"));
+        debug::StageProfile r;
+        {
+          py::gil_scoped_release nogil;
+          r = debug::profile_stages(p, s, t, ins, min_seconds);
+        }
+        py::list rows;
+        for (const debug::StageTime& st : r.stages) {
+          py::dict d;
+          d["stage"] = st.stage;
+          d["op"] = st.op;
+          d["placement"] = st.placement;
+          d["ms"] = st.ms;
+          d["share"] = st.share;
+          d["productions"] = st.productions;
+          d["buffer_bytes"] = st.buffer_bytes;
+          rows.append(d);
+        }
+        py::dict d;
+        d["program"] = r.program;
+        d["stages"] = rows;
+        d["run_ms"] = r.run_ms;
+        d["runs"] = r.runs;
+        d["peak_bytes"] = r.peak_bytes;
+        d["report"] = r.report();
+        return d;
+      },
+      py::arg("program"), py::arg("schedule"), py::arg("target"), py::arg("arrays"),
+      py::arg("min_seconds") = 0.2,
+      "Per-stage wall time of the root stages (traced productions), placements, production "
+      "counts and buffer sizes (debug/StageProfile.h).");
 }
 
 }  // namespace pto::py

@@ -164,3 +164,30 @@ def test_sharding_an_unsplittable_program_says_why(rng):
     with pytest.raises(pypto.DeviceMemoryError, match="sharding cannot split it"):
         with pypto.memory_limit(64 * 1024, shard=True):
             total_softmax(x)
+
+
+def test_profile_stages_gives_per_stage_records_and_a_plot(rng):
+    import matplotlib
+    matplotlib.use("Agg")
+    import pypto.plots
+    x = rng.random((96, 128)).astype(np.float32)
+    w = rng.random((128, 256)).astype(np.float32)
+
+    @pypto.kernel(dynamic=False)
+    def block(x, w):
+        return pypto.ops.softmax(pypto.ops.relu(x @ w), axis=-1)
+    prof = block.profile_stages(x, w, min_seconds=0.02)
+    names = [s.stage for s in prof.stages]
+    assert set(names) == set(block.stages(x, w))  # every stage has a row
+    assert prof.roots and all(r.ms > 0 and 0 < r.share <= 1 for r in prof.roots)
+    assert sum(r.ms for r in prof.roots) <= prof.run_ms * 1.001
+    assert prof.runs >= 3 and "placement" in str(prof)
+    matmul = next(s for s in prof.stages if s.op == "matmul")
+    if matmul.placement == "root":  # its whole buffer at once
+        assert matmul.buffer_bytes == 96 * 256 * 4
+    ax = pypto.plots.stage_profile(prof)
+    assert len(ax.patches) == len(prof.roots)
+    with pypto.profile(stages=True) as p:
+        block(x, w)
+    assert len(p.stage_profiles) == 1 and p.stage_profiles[0].program == prof.program
+    assert "placement" in p.report()

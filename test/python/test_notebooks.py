@@ -59,8 +59,9 @@ def test_debugging_notebook(monkeypatch):
     print(checks)
     assert checks["located_stage"] == "True"
     assert checks["bisect_stage"] == "True" and checks["bisect_field"] == "True"
-    assert checks["stages_timed"] == "True"
+    assert checks["stages_profiled"] == "True"
     assert checks["memory_error"] == "True"
+    assert checks["sharded"] == "True"
     assert "<- culprit" in text and "opt level 0" in text
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
-    assert len(images) >= 1  # per-stage bars
+    assert len(images) >= 1  # the per-stage profile

@@ -38,6 +38,7 @@
 #include "backends/Timing.h"
 #include "debug/Bisect.h"
 #include "debug/CheckNumerics.h"
+#include "debug/StageProfile.h"
 #include "dsl/Analysis.h"
 #include "dsl/ProgramJson.h"
 #include "dsl/Workloads.h"
@@ -115,6 +116,7 @@ struct RunArgs {
   bool check_numerics = false;
   size_t memory_limit = 0;  // bytes of intermediates, 0 = none
   bool shard = false;
+  bool profile = false;
 };
 
 int cmd_run(const Common& c, const RunArgs& a) {
@@ -164,6 +166,7 @@ int cmd_run(const Common& c, const RunArgs& a) {
   std::printf("check vs the f64 reference: max rel err %.2e (bound %.0e) %s\n", max_err, tol, max_err <= tol ? "OK" : "MISMATCH");
   std::printf("time: median %.4g ms (min %.4g, max %.4g, %d reps)  %.1f GFLOP/s\n", ts.median_ms, ts.min_ms,
               ts.max_ms, ts.reps, gflops);
+  if (a.profile) std::printf("\n%s", debug::profile_stages(p, s, t, in_refs).report().c_str());
   return max_err <= tol ? 0 : 3;
 }
 
@@ -329,6 +332,8 @@ int main(int argc, char** argv) {
       "--shard", run_a.shard,
       "with --memory-limit: split a run over the limit along the program's batch axis into "
       "as many shards as fit");
+  run->add_flag("--profile", run_a.profile,
+                "after timing, a table of per-stage time (traced productions) and buffer sizes");
   run->add_flag("--check-numerics", run_a.check_numerics,
                 "on NaN or Inf in an output, name the first stage that produced it, where, and "
                 "what it read (exit 5)");
