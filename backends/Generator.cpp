@@ -7,6 +7,7 @@
 
 #include "backends/Archive.h"
 #include "backends/Lower.h"
+#include "dsl/BatchAxis.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/defaults/Defaults.h"
 
@@ -123,6 +124,173 @@ struct BuiltKernel {
   std::vector<Schedule> schedules;  // per variant
 };
 
+// Library-wide: the allocator hooks that hold a kernel to a memory limit
+// (DEVICE_MEMORY_EXHAUSTED), and the scan of an output for NaN or Inf.
+void write_memory_and_numerics(std::ostream& h, const std::string& L) {
+  h << "// Error codes of the _run wrappers beside Halide's (negative) ones.\n"
+    << "#define " << L << "_DEVICE_MEMORY_EXHAUSTED (-3)\n#define " << L << "_NONFINITE (-4)\n\n"
+    << "// " << L
+    << "_set_memory_limit(bytes, shard): the kernels' intermediates may hold at most `bytes`\n"
+    << "// at once (0: no limit; process-wide, as Halide's allocator hooks are). Over it a _run "
+       "returns\n"
+    << "// " << L << "_DEVICE_MEMORY_EXHAUSTED with the figures in " << L
+    << "_last_error(), or, with `shard`\n"
+    << "// and a kernel whose batch axis is a size parameter, runs again in as many shards along "
+       "it as\n"
+    << "// fit (" << L << "_last_shards()).\n"
+    << "static size_t " << L << "_limit_ = 0, " << L << "_live_ = 0, " << L << "_refused_ = 0, "
+    << L << "_refused_live_ = 0;\nstatic int " << L << "_shard_ = 0, " << L << "_shards_ = 1;\n"
+    << "static void* " << L << "_malloc_(void* user_context, size_t n) {\n  (void)user_context;\n"
+    << "  size_t live = __atomic_load_n(&" << L << "_live_, __ATOMIC_RELAXED);\n  do {\n"
+    << "    if (" << L << "_limit_ && live + n > " << L << "_limit_) {\n      " << L
+    << "_refused_ = n;\n      " << L << "_refused_live_ = live;\n      return NULL;\n    }\n"
+    << "  } while (!__atomic_compare_exchange_n(&" << L
+    << "_live_, &live, live + n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));\n"
+    << "  unsigned char* base = (unsigned char*)aligned_alloc(128, (n + 2 * 128 + 127) / 128 * "
+       "128);\n"
+    << "  if (!base) {\n    __atomic_fetch_sub(&" << L << "_live_, n, __ATOMIC_RELAXED);\n    " << L
+    << "_refused_ = n;\n    return NULL;\n  }\n  memcpy(base, &n, sizeof n);\n  return base + "
+       "128;\n}\n"
+    << "static void " << L << "_free_(void* user_context, void* p) {\n  (void)user_context;\n"
+    << "  if (!p) return;\n  unsigned char* base = (unsigned char*)p - 128;\n  size_t n;\n"
+    << "  memcpy(&n, base, sizeof n);\n  __atomic_fetch_sub(&" << L
+    << "_live_, n, __ATOMIC_RELAXED);\n"
+    << "  free(base);\n}\n"
+    << "static inline void " << L << "_set_memory_limit(size_t bytes, int shard) {\n  " << L
+    << "_limit_ = bytes;\n  " << L << "_shard_ = shard;\n  halide_set_custom_malloc(" << L
+    << "_malloc_);\n  halide_set_custom_free(" << L << "_free_);\n}\n"
+    << "// Into how many shards the last _run call was split (1: not split).\n"
+    << "static inline int " << L << "_last_shards(void) { return " << L << "_shards_; }\n"
+    << "// The first NaN or Inf of n values of `kind` (0 f32, 1 f64, 2 f16, 3 bf16), by their "
+       "bits; -1 if none.\n"
+    << "static inline int64_t " << L
+    << "_first_nonfinite_(const void* data, int64_t n, int kind, int* is_nan) {\n"
+    << "  for (int64_t k = 0; k < n; ++k) {\n    uint64_t bits = 0, exp_mask, frac_mask;\n"
+    << "    switch (kind) {\n"
+    << "      case 0: { uint32_t b; memcpy(&b, (const uint32_t*)data + k, 4); bits = b; exp_mask = "
+       "0x7f800000u; "
+       "frac_mask = 0x007fffffu; break; }\n"
+    << "      case 1: memcpy(&bits, (const uint64_t*)data + k, 8); exp_mask = "
+       "0x7ff0000000000000ull; frac_mask = "
+       "0x000fffffffffffffull; break;\n"
+    << "      case 2: { uint16_t b; memcpy(&b, (const uint16_t*)data + k, 2); bits = b; exp_mask = "
+       "0x7c00u; "
+       "frac_mask = 0x03ffu; break; }\n"
+    << "      default: { uint16_t b; memcpy(&b, (const uint16_t*)data + k, 2); bits = b; exp_mask "
+       "= 0x7f80u; "
+       "frac_mask = 0x007fu; break; }\n"
+    << "    }\n    if ((bits & exp_mask) == exp_mask) {\n      *is_nan = (bits & frac_mask) != 0;\n"
+    << "      return k;\n    }\n  }\n  return -1;\n}\n\n";
+}
+
+// The C expression of a dim's extent in a _run wrapper (size parameters are int64_t).
+std::string c_extent(const Dim& d) {
+  return d.is_symbolic() ? "(int64_t)" + d.sym : std::to_string(d.value) + "LL";
+}
+
+// The symbolic batch axis a _run wrapper can shard along by calling its
+// kernel on row ranges: the batch axis (dsl/BatchAxis.h) is axis 0 of every
+// batched tensor and its size parameter sizes nothing else. Empty if none.
+std::string shard_symbol(const Program& p, BatchAxis* out) {
+  const std::optional<BatchAxis> b = batch_axis(p);
+  if (!b || !b->extent.is_symbolic()) return "";
+  for (const auto& [name, axis] : b->axis)
+    if (axis > 0) return "";
+  const std::string& sym = b->extent.sym;
+  const auto uses = [&](const std::string& tensor, const Shape& shape) {
+    for (size_t k = 0; k < shape.size(); ++k)
+      if (shape[k].sym == sym && !(k == 0 && b->of(tensor) == 0)) return true;
+    return false;
+  };
+  for (const TensorInfo& in : p.inputs())
+    if (uses(in.name, in.shape)) return "";
+  for (const Stage& st : p.stages()) {
+    if (uses(st.name, st.shape)) return "";
+    for (const RVar& r : st.rvars)
+      if (r.extent.sym == sym) return "";
+  }
+  *out = *b;
+  return sym;
+}
+
+// `F_run`: the kernel (`F_whole_`) within the memory limit, sharded where it
+// can be, then the numerics check of its float outputs (with `check`).
+void write_run_wrapper(std::ostream& h, const std::string& L, const std::string& F,
+                       const Program& p, const std::vector<std::string>& params, bool check) {
+  const auto symbols = p.symbols();
+  BatchAxis batch;
+  const std::string sym = shard_symbol(p, &batch);
+  const auto args = [&](bool shard) {
+    std::string r;
+    const auto add = [&](const std::string& a) { r += (r.empty() ? "" : ", ") + a; };
+    for (const auto& [s, src] : symbols) add(shard && s == sym ? "here" : s);
+    const auto tensor = [&](const std::string& name, const Shape& shape) {
+      if (!shard || batch.of(name) != 0) return name;
+      std::string row = "1LL";
+      for (size_t k = 1; k < shape.size(); ++k) row += " * " + c_extent(shape[k]);
+      return name + " + start * (" + row + ")";
+    };
+    for (const auto& in : p.inputs()) add(tensor(in.name, in.shape));
+    for (const auto& o : p.outputs()) add(tensor(o, p.stage(o).shape));
+    return r;
+  };
+  h << "// Returns 0 on success, -1 for a NULL pointer, " << L
+    << "_DEVICE_MEMORY_EXHAUSTED over the memory\n"
+    << "// limit"
+    << (check ? ", " + L + "_NONFINITE for NaN/Inf in an output (check_numerics)" : "")
+    << ", else a Halide error code; see " << L << "_last_error().\n";
+  if (!sym.empty())
+    h << "// With sharding on (" << L << "_set_memory_limit), splits the rows of '" << sym
+      << "' (axis 0 of the batched tensors) into shards that fit.\n";
+  h << "static inline int " << F << "_run(";
+  for (size_t i = 0; i < params.size(); ++i) h << (i ? ", " : "") << params[i];
+  h << ") {\n  " << L << "_refused_ = 0;\n  " << L << "_shards_ = 1;\n  int rc = " << F
+    << "_whole_(" << args(false) << ");\n  if (rc != 0 && " << L
+    << "_refused_) {\n    const size_t asked = " << L << "_refused_, live = " << L
+    << "_refused_live_;\n";
+  if (!sym.empty())
+    h << "    for (int64_t shards = 2; " << L
+      << "_shard_; shards *= 2) {\n      const int64_t n = " << sym
+      << ";\n      const int64_t len = (n + (shards < n ? shards : n) - 1) / (shards < n ? shards "
+         ": n);\n      "
+      << L
+      << "_refused_ = 0;\n      rc = 0;\n      for (int64_t start = 0; start < n && rc == 0; start "
+         "+= len) {\n"
+      << "        const int64_t here = start + len <= n ? len : n - start;\n        rc = " << F
+      << "_whole_(" << args(true) << ");\n      }\n      if (rc == 0) {\n        " << L
+      << "_shards_ = (int)((n + len - 1) / len);\n        break;\n      }\n      if (!" << L
+      << "_refused_ || len == 1) break;\n    }\n";
+  h << "    if (rc != 0) {\n      snprintf(" << L << "_last_error_, sizeof " << L
+    << "_last_error_, \"DEVICE_MEMORY_EXHAUSTED: " << F
+    << ": an intermediate asked for %zu bytes with %zu live and a limit of %zu bytes; %s\", asked, "
+       "live, "
+    << L << "_limit_, "
+    << (sym.empty() ? "\"this kernel has no symbolic batch axis to shard along\""
+                    : "\"shard along '" + sym + "' with " + L + "_set_memory_limit(bytes, 1)\"")
+    << ");\n      return " << L << "_DEVICE_MEMORY_EXHAUSTED;\n    }\n  }\n";
+  if (check) {
+    h << "  if (rc == 0) {\n    int is_nan = 0;\n    int64_t at;\n";
+    for (const std::string& o : p.outputs()) {
+      const DType dt = p.stage(o).dtype;
+      const int kind = dt == DType::F32    ? 0
+                       : dt == DType::F64  ? 1
+                       : dt == DType::F16  ? 2
+                       : dt == DType::BF16 ? 3
+                                           : -1;
+      if (kind < 0) continue;
+      std::string count = "1LL";
+      for (const Dim& d : p.stage(o).shape) count += " * " + c_extent(d);
+      h << "    if ((at = " << L << "_first_nonfinite_(" << o << ", " << count << ", " << kind
+        << ", &is_nan)) >= 0) {\n      snprintf(" << L << "_last_error_, sizeof " << L
+        << "_last_error_, \"" << F << ": check_numerics: output '" << o
+        << "' has %s at flat index %lld\", is_nan ? \"NaN\" : \"Inf\", (long long)at);\n"
+        << "      return " << L << "_NONFINITE;\n    }\n";
+    }
+    h << "  }\n";
+  }
+  h << "  return rc;\n}\n\n";
+}
+
 void write_header(const std::string& path, const LibraryOptions& opts, const std::vector<Target>& variants,
                   const std::vector<BuiltKernel>& kernels) {
   const std::string L = opts.name;
@@ -140,7 +308,9 @@ void write_header(const std::string& path, const LibraryOptions& opts, const std
       h << "//   schedule for " << variants[i].name << ": " << schedule_to_json_string(k.schedules[i], -1) << "\n";
   }
   h << "#ifndef " << guard << "\n#define " << guard << "\n\n"
-    << "#include <stdint.h>\n#include <stdbool.h>\n#include <string.h>\n#include \"HalideRuntime.h\"\n";
+    << "#include <stdint.h>\n#include <stdbool.h>\n#include <stdio.h>\n#include "
+       "<stdlib.h>\n#include "
+       "<string.h>\n#include \"HalideRuntime.h\"\n";
   for (const BuiltKernel& k : kernels) h << "#include \"" << k.function << ".h\"\n";
   h << "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
     << "// The last error message of a failed " << L << "_* call (per translation unit).\n"
@@ -148,6 +318,7 @@ void write_header(const std::string& path, const LibraryOptions& opts, const std
     << "static void " << L << "_on_error_(void* user_context, const char* msg) {\n"
     << "  (void)user_context;\n  strncpy(" << L << "_last_error_, msg, sizeof " << L << "_last_error_ - 1);\n}\n"
     << "static inline const char* " << L << "_last_error(void) { return " << L << "_last_error_; }\n\n";
+  write_memory_and_numerics(h, L);
   // AMX tiles fault (SIGILL) until Linux grants the process their state: a
   // kernel scheduled on them asks once, in its _run wrapper.
   const auto uses_amx = [](const BuiltKernel& k) {
@@ -190,8 +361,7 @@ void write_header(const std::string& path, const LibraryOptions& opts, const std
     h << "// " << F << "_run: " << p.name() << " on dense row-major host arrays" << (device ? " (copied to and from the " + variants.front().device + " device)" : "") << ". Shapes:\n";
     for (const auto& in : p.inputs()) h << "//   " << in.name << ": " << to_string(in.dtype) << to_string(in.shape) << "\n";
     for (const auto& o : p.outputs()) h << "//   " << o << ": " << to_string(p.stage(o).dtype) << to_string(p.stage(o).shape) << " (output)\n";
-    h << "// Returns 0 on success, -1 for a NULL pointer, else a Halide error code; see " << L << "_last_error().\n";
-    h << "static inline int " << F << "_run(";
+    h << "static inline int " << F << "_whole_(";
     for (size_t i = 0; i < params.size(); ++i) h << (i ? ", " : "") << params[i];
     h << ") {\n  halide_set_error_handler(" << L << "_on_error_);\n  " << L << "_last_error_[0] = 0;\n";
     if (uses_amx(k))
@@ -231,7 +401,10 @@ void write_header(const std::string& path, const LibraryOptions& opts, const std
       for (size_t i = 0; i < bufs.size(); ++i) h << (i ? ", " : "") << bufs[i];
       h << "};\n  rc = " << L << "_finish_(all, " << bufs.size() << ", " << p.inputs().size() << ", rc);\n";
     }
-    h << "  return rc;\n}\n\n";
+    h << "  return rc;\n}\n";
+    const bool check = std::any_of(k.schedules.begin(), k.schedules.end(),
+                                   [](const Schedule& s) { return s.options.check_numerics; });
+    write_run_wrapper(h, L, F, p, params, check);
   }
   if (dispatch) {
     const size_t words = feature_words(Halide::Target(variants.front().halide)).size();

@@ -59,7 +59,10 @@ class ExportedLibrary:
             f.write(f'#include "{self.name}_pto.h"\n'
                     f"int {self.name}_ctypes_run({', '.join(params)}) {{\n"
                     f"  return {self.name}_run({', '.join(call_args)});\n}}\n"
-                    f"const char* {self.name}_ctypes_error(void) {{ return {self.name}_last_error(); }}\n")
+                    f"const char* {self.name}_ctypes_error(void) {{ return {self.name}_last_error(); }}\n"
+                    f"void {self.name}_ctypes_set_memory_limit(size_t bytes, int shard) "
+                    f"{{ {self.name}_set_memory_limit(bytes, shard); }}\n"
+                    f"int {self.name}_ctypes_last_shards(void) {{ return {self.name}_last_shards(); }}\n")
         so = os.path.join(d, f"lib{self.name}.so")
         cmd = [cc, "-shared", "-fPIC", "-O1", "-I", d, "-o", so, shim, self.library, "-lpthread", "-ldl", "-lm"]
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -87,6 +90,20 @@ class LoadedLibrary:
         self._run.restype = ctypes.c_int
         self._err = getattr(dll, f"{meta.name}_ctypes_error")
         self._err.restype = ctypes.c_char_p
+        self._limit = getattr(dll, f"{meta.name}_ctypes_set_memory_limit")
+        self._limit.argtypes = [ctypes.c_size_t, ctypes.c_int]
+        self._shards = getattr(dll, f"{meta.name}_ctypes_last_shards")
+        self._shards.restype = ctypes.c_int
+
+    def set_memory_limit(self, nbytes: int, shard: bool = False) -> None:
+        """`<name>_set_memory_limit`: cap the intermediates (bytes, 0: none); with `shard`, a call
+        over it runs in shards along the kernel's symbolic batch axis (where it has one)."""
+        self._limit(int(nbytes), int(bool(shard)))
+
+    @property
+    def last_shards(self) -> int:
+        """Into how many shards the last call was split (1: not split)."""
+        return int(self._shards())
 
     def __call__(self, *arrays: np.ndarray) -> np.ndarray | tuple[np.ndarray, ...]:
         m = self.meta
@@ -109,15 +126,20 @@ class LoadedLibrary:
                 for _, shape, dt in m.outputs]
         rc = self._run(*[sizes[s] for s in m.symbols], *[a.ctypes.data for a in ins], *[o.ctypes.data for o in outs])
         if rc:
-            raise KernelError(f"{m.name}_run returned {rc}: {self._err().decode(errors='replace')}")
+            from .errors import DeviceMemoryError
+            err = self._err().decode(errors="replace")
+            raise (DeviceMemoryError if rc == -3 else KernelError)(f"{m.name}_run returned {rc}: {err}")
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def export(spec: Any, target: str, path: str, name: str) -> ExportedLibrary:
+def export(spec: Any, target: str, path: str, name: str, check_numerics: bool = False) -> ExportedLibrary:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueError(f"export: library name '{name}' must be a C identifier")
     p = spec.program
-    g = _pto.generate_library(p, spec.schedule.to_json(), target, os.path.abspath(path), name)
+    schedule = spec.schedule.copy()
+    if check_numerics:  # the _run wrapper scans the float outputs: an error code and message on NaN/Inf
+        schedule.set_options(check_numerics=True)
+    g = _pto.generate_library(p, schedule.to_json(), target, os.path.abspath(path), name)
     ins = [(n, list(s), dt) for n, s, dt in p.inputs()]
     outs = [(o, list(p.tensor(o).shape), p.tensor(o).dtype) for o in p.outputs()]
     return ExportedLibrary(name, g["library"], g["header"], g["halide_header"], sorted(p.symbols()), ins, outs)

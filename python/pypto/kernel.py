@@ -481,10 +481,13 @@ class KernelFunction:
         return tune(self, self._arrays(args), trials=trials, max_rel_error=max_rel_error, seed=seed,
                     progress=progress, min_seconds=min_seconds, db=db, strategy=strategy)
 
-    def export(self, *args: Any, target: str = "host", path: str = ".", name: str | None = None) -> Any:
-        """Generates a static library + C headers for this signature (sizes stay symbolic where they are)."""
+    def export(self, *args: Any, target: str = "host", path: str = ".", name: str | None = None,
+               check_numerics: bool = False) -> Any:
+        """Generates a static library + C headers for this signature (sizes stay symbolic where they
+        are). `check_numerics`: its _run returns <name>_NONFINITE with a message on NaN/Inf outputs."""
         from .export import export
-        return export(self._spec(args), target=target, path=path, name=name or self.name)
+        return export(self._spec(args), target=target, path=path, name=name or self.name,
+                      check_numerics=check_numerics)
 
     def __repr__(self) -> str:
         return f"<pypto.kernel {self.name} target={self.target} signatures={len(self._specs)}>"

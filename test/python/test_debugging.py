@@ -191,3 +191,44 @@ def test_profile_stages_gives_per_stage_records_and_a_plot(rng):
         block(x, w)
     assert len(p.stage_profiles) == 1 and p.stage_profiles[0].program == prof.program
     assert "placement" in p.report()
+
+
+def test_generated_library_memory_limit_shards_and_checks_numerics(rng, tmp_path):
+    # The rows are a size parameter of the library: over the limit, the _run wrapper
+    # calls its kernel on row ranges (pointer offsets), as many as fit.
+    @pypto.kernel
+    def mlp_lib(x: pypto.Tensor["rows", 64], w1: pypto.Tensor[64, 1024], w2: pypto.Tensor[1024, 32]):
+        return pypto.ops.softmax(pypto.ops.relu(x @ w1) @ w2, axis=-1)
+    x = rng.standard_normal((512, 64)).astype(np.float32)
+    w1 = (rng.standard_normal((64, 1024)) / 8).astype(np.float32)
+    w2 = (rng.standard_normal((1024, 32)) / 32).astype(np.float32)
+    lib = mlp_lib.export(x, w1, w2, path=str(tmp_path)).load()
+    header = open(lib.meta.header).read()
+    assert "splits the rows of 'rows'" in header
+    want = lib(x, w1, w2)
+    h = np.maximum(x.astype(np.float64) @ w1, 0) @ w2
+    ref = np.exp(h - h.max(axis=1, keepdims=True))
+    ref /= ref.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(want, ref, rtol=1e-4, atol=1e-5)  # f32 sums of 64 and 1024 terms
+    with pypto.profile() as prof:
+        mlp_lib(x, w1, w2)
+    limit = max(prof.peak_bytes // 10, 1)
+    lib.set_memory_limit(limit)
+    with pytest.raises(pypto.DeviceMemoryError, match=r"DEVICE_MEMORY_EXHAUSTED: .* a limit of %d bytes; shard along 'rows'" % limit):
+        lib(x, w1, w2)
+    lib.set_memory_limit(limit, shard=True)
+    np.testing.assert_allclose(lib(x, w1, w2), want, rtol=1e-6, atol=1e-7)
+    assert lib.last_shards >= 2
+    lib.set_memory_limit(0)
+    assert lib(x, w1, w2) is not None and lib.last_shards == 1
+
+    @pypto.kernel(dynamic=False)
+    def log_lib(x):
+        return pypto.log(x - 0.5) * 2.0
+    xs = rng.random((8, 16)).astype(np.float32)
+    checked = log_lib.export(xs, path=str(tmp_path / "chk"), check_numerics=True).load()
+    with pytest.raises(pypto.KernelError, match=r"returned -4: log_lib: check_numerics: output '.*' has NaN at flat index"):
+        checked(xs)
+    finite = xs + np.float32(1.0)
+    # log of values in [0.5, 1.5) in f32: a few ulps of 1 absolute.
+    np.testing.assert_allclose(checked(finite), np.log(finite.astype(np.float64) - 0.5) * 2, atol=1e-6)

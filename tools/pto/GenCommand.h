@@ -15,7 +15,7 @@ namespace pto::cli {
 
 struct GenOptions {
   std::string out_dir, name, targets = "host", schedules;
-  bool dispatch = false, no_runtime = false, runtime_only = false;
+  bool dispatch = false, no_runtime = false, runtime_only = false, check_numerics = false;
   int opt_level = -1;  // -1: each schedule's own
 
   void add(CLI::App* c) {
@@ -36,6 +36,10 @@ struct GenOptions {
                   "0 plain loops, 1 vectorize + parallelize only, 2 the schedules (default), 3 "
                   "with fast-math")
         ->check(CLI::Range(0, 3));
+    c->add_flag(
+        "--check-numerics", check_numerics,
+        "each _run scans its float outputs and returns <name>_NONFINITE with a message naming the "
+        "output and index on NaN or Inf");
   }
 };
 
@@ -64,11 +68,12 @@ inline void run_gen(std::vector<KernelSpec> kernels, const GenOptions& o) {
   const bool db = o.schedules.size() > 3 && o.schedules.substr(o.schedules.size() - 3) == ".db";
   if (db) apply_tuning_db(o.schedules, targets, kernels);
   else if (!o.schedules.empty()) apply_schedule_file(o.schedules, kernels);
-  if (o.opt_level >= 0)
+  if (o.opt_level >= 0 || o.check_numerics)
     for (KernelSpec& k : kernels)
       for (const Target& t : targets) {
         Schedule s = schedule_for(k, t);
-        s.options.opt_level = o.opt_level;
+        if (o.opt_level >= 0) s.options.opt_level = o.opt_level;
+        if (o.check_numerics) s.options.check_numerics = true;
         k.schedules[t.name] = s;
       }
   LibraryOptions lo;
