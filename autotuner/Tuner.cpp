@@ -97,11 +97,21 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
   if (o.trials < 1) throw Error("--trials must be at least 1, got " + std::to_string(o.trials));
   if (o.max_rel_error < 0) throw Error("--max-rel-error must be >= 0, got " + std::to_string(o.max_rel_error));
   if (o.time_budget_s < 0) throw Error("--time-budget must be >= 0 seconds, got " + std::to_string(o.time_budget_s));
+  if (o.opt_level != 2 && o.opt_level != 3)
+    throw Error(
+        "--opt-level " + std::to_string(o.opt_level) +
+        ": tuning searches schedules, and at levels 0 and 1 every candidate compiles to the same "
+        "loops; use 2 (the schedules as searched) or 3 (with fast_math)");
   const auto start = std::chrono::steady_clock::now();
   const SearchSpace space(p, t, {o.max_rel_error});
   const auto strategy = make_strategy(o.strategy, space, o.seed);
   TuningDB db(o.db_path.empty() ? default_db_path() : o.db_path);
-  const WorkloadKey key = WorkloadKey::of(p, t, o.max_rel_error);
+  WorkloadKey key = WorkloadKey::of(p, t, o.max_rel_error);
+  if (o.opt_level == 3) key.target += " fast_math";  // apart from the exact records
+  const auto at_level = [&](Schedule s) {
+    s.options.opt_level = o.opt_level;
+    return s;
+  };
 
   TuneResult res;
   res.history = db.trials(key);
@@ -184,7 +194,7 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
   // The default schedule seeds the search. It is measured even on a resume
   // whose trials are used up when this release's default is new to the
   // database: best_schedule() trusts tuned records only against it.
-  const Schedule def = default_schedule(p, t);
+  const Schedule def = at_level(default_schedule(p, t));
   const std::string def_json = schedule_to_json_string(def, -1);
   if (!seen.count(def_json)) {
     seen.insert(def_json);
@@ -227,7 +237,7 @@ TuneResult tune(const Program& p, const Target& t, const TuneOptions& o,
                                    : strategy->propose();
       Schedule s;
       try {
-        s = pr.schedule ? *pr.schedule : space.decode(pr.genome);
+        s = at_level(pr.schedule ? *pr.schedule : space.decode(pr.genome));
         validate(p, s, &t);
       } catch (const ScheduleError&) {
         ++res.invalid_skipped;  // never measured: only valid schedules reach a worker

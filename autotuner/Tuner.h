@@ -30,6 +30,12 @@ struct TuneOptions {
   // beats it by 3%. One worker's timing can be lucky (buffer placement, a
   // quiet moment); 0 = keep the fastest trial.
   int confirm = 3;
+  // 2: the candidates as searched; 3: every candidate (the default too) with
+  // fast_math on every stage. Level 3's records are kept apart from exact ones
+  // (their workload's target reads "<target> fast_math"), so `--schedule best`
+  // never picks a fast-math schedule for an exact run. 0 and 1 leave nothing
+  // to search (every candidate compiles to the same loops).
+  int opt_level = 2;
   MeasureOptions measure;
 };
 

@@ -270,6 +270,31 @@ TEST_CASE("tune: a resume measures a new default schedule, so best_schedule can 
   CHECK_THAT(source, !Contains("not measured against the current default"));
 }
 
+TEST_CASE("tune at opt level 3: fast_math candidates, kept apart from the exact records",
+          "[tuner][measure][db]") {
+  const Target t = parse_target("host");
+  const Program p = small_matmul();
+  TuneOptions o;
+  o.trials = 3;
+  o.strategy = "random";
+  o.measure = quick();
+  o.db_path = temp_path("fastmath.db");
+  o.opt_level = 3;
+  const TuneResult r = tune(p, t, o);
+  REQUIRE(r.history.size() == 3);
+  for (const TrialRecord& h : r.history)
+    CHECK(schedule_from_json_string(h.schedule_json).options.opt_level == 3);
+  WorkloadKey fast = WorkloadKey::of(p, t, 0);
+  fast.target += " fast_math";
+  CHECK(TuningDB(o.db_path).trials(fast).size() == 3);
+  CHECK(TuningDB(o.db_path).trials(WorkloadKey::of(p, t, 0)).empty());
+  std::string source;
+  CHECK(best_schedule(o.db_path, p, t, &source) ==
+        default_schedule(p, t));  // an exact run never gets them
+  o.opt_level = 1;
+  CHECK_THROWS_WITH(tune(p, t, o), Contains("--opt-level 1") && Contains("use 2"));
+}
+
 TEST_CASE("pto tune: kill -9 loses no committed trial, and a rerun resumes", "[tuner][measure][cli]") {
   const std::string exe = default_worker_exe();
   const std::string db = temp_path("kill.db");

@@ -255,7 +255,9 @@ int cmd_tune(TuneArgs& a) {
   co.autoschedulers = tuner::halide_autoscheduler_names();
   co.tolerance = std::max({co.tolerance, a.o.max_rel_error, tuner::rounding_tolerance(p)});
   std::fprintf(stderr, "pto tune: timing default, Halide autoschedulers and the best tuned schedule side by side ...\n");
-  const tuner::TunedComparison cmp = tuner::compare_tuned(p, t, default_schedule(p, t), best, co);
+  Schedule def = default_schedule(p, t);
+  def.options.opt_level = a.o.opt_level;
+  const tuner::TunedComparison cmp = tuner::compare_tuned(p, t, def, best, co);
   const auto& rows = cmp.rows;
   double def_ms = 0;
   for (const auto& row : rows)
@@ -370,6 +372,11 @@ int main(int argc, char** argv) {
   tune->add_option("--run-timeout", tune_a.o.measure.run_timeout_s, "seconds before a running worker is killed");
   tune->add_option("--min-seconds", tune_a.o.measure.min_seconds, "timing: run each candidate at least this long");
   tune->add_option("--out,-o", tune_a.out, "write the best schedule's JSON here");
+  tune->add_option(
+          "--opt-level,-O", tune_a.o.opt_level,
+          "2 the candidates as searched (default), 3 every candidate with fast-math (its records "
+          "kept apart from exact ones)")
+      ->check(CLI::Range(0, 3));
   tune->add_flag("!--no-compare", tune_a.compare, "skip the final side-by-side table");
   tune->footer(
       "Exit codes: 0 ok; 2 bad input (program, target, option); 3 no valid candidate (every schedule failed);\n"
