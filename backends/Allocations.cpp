@@ -20,8 +20,15 @@ std::vector<HeapAllocation> heap_allocations(const LoweredPipeline& lp, const Pr
           elems = c && *c > 0 && elems ? elems * static_cast<size_t>(*c) : 0;
         }
         if (elems) elems += static_cast<size_t>(std::max(op->padding, 0));
+        std::string detail;
+        if (const size_t in = op->name.find("_in_"); in != std::string::npos) {
+          std::string src = op->name.substr(0, in);
+          if (src.size() > 3 && src.ends_with("_im"))
+            src.resize(src.size() - 3);  // an input's ImageParam
+          detail = "packed copy of '" + src + "'";
+        }
         found.push_back(
-            {stage_of_func(op->name, p), elems * static_cast<size_t>(op->type.bytes())});
+            {stage_of_func(op->name, p), detail, elems * static_cast<size_t>(op->type.bytes())});
       }
       IRVisitor::visit(op);
     }
@@ -42,14 +49,15 @@ std::string allocation_owner(const std::vector<HeapAllocation>& allocs, size_t n
   };
   std::set<std::string> exact, sized_at_run_time;
   for (const HeapAllocation& a : allocs) {
-    if (fits(a)) exact.insert(a.stage);
-    if (!a.bytes) sized_at_run_time.insert(a.stage);
+    const std::string who =
+        "'" + a.stage + "'" + (a.detail.empty() ? "" : " (its " + a.detail + ")");
+    if (fits(a)) exact.insert(who);
+    if (!a.bytes) sized_at_run_time.insert(who);
   }
   const std::set<std::string>& names = exact.empty() ? sized_at_run_time : exact;
   if (names.empty()) return "";
   std::string r;
-  for (const std::string& s : names) r += (r.empty() ? "'" : "' or '") + s;
-  r += "'";
+  for (const std::string& s : names) r += (r.empty() ? "" : " or ") + s;
   return (names.size() == 1 ? "stage " : "one of stages ") + r +
          (exact.empty() ? " (a tile sized at run time)" : "");
 }

@@ -15,7 +15,8 @@
 namespace pto {
 
 struct HeapAllocation {
-  std::string stage;  // the stage whose buffer (or accumulator) it is
+  std::string stage;   // the stage whose buffer (or accumulator, or packed copy) it is
+  std::string detail;  // "packed copy of 'W'" where it is one
   size_t bytes = 0;   // 0: known only at run time (a tile whose size depends on the loop)
 };
 

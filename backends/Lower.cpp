@@ -859,6 +859,9 @@ class Lowering {
 
 std::string stage_of_func(std::string name, const Program& p) {
   if (const size_t cut = name.find_first_of(".$"); cut != std::string::npos) name.resize(cut);
+  // Halide's wrapper of a Func or input for one consumer (`in()`: the packed copies of `cache`).
+  if (const size_t in = name.find("_in_"); in != std::string::npos && !p.find_stage(name))
+    return stage_of_func(name.substr(in + 4), p);
   if (p.find_stage(name)) return name;
   if (name.ends_with('_') && p.find_stage(name.substr(0, name.size() - 1)))  // symbol_name's suffix
     return name.substr(0, name.size() - 1);

@@ -47,8 +47,10 @@ LoweredPipeline lower(const Program& p, const Schedule& s, const Target& t, cons
 Halide::Type halide_type(DType t);
 
 // The stage a Halide Func or buffer name belongs to: Funcs are named after
-// their stage, uniquified ("sm$3", "sm.0" for a buffer), and helper Funcs
-// after their stage ("acc__acc", "idx__arg"). Unknown names come back as given.
+// their stage, uniquified ("sm$3", "sm.0" for a buffer), helper Funcs after
+// their stage ("acc__acc", "idx__arg"), and a packed copy after what it
+// copies and its consumer ("W_im_in_mm__acc": the consumer's stage).
+// Unknown names come back as given.
 std::string stage_of_func(std::string name, const Program& p);
 
 // Runs `f`, turning Halide's errors (which are not std::exceptions) into pto::CompileError.

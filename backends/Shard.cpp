@@ -76,6 +76,17 @@ const std::optional<BatchAxis>& ShardCache::axis(const Program& p, std::string* 
   return axis_;
 }
 
+size_t ShardCache::learned(size_t limit, size_t extent) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = learned_.find({limit, extent});
+  return it == learned_.end() ? 0 : it->second;
+}
+
+void ShardCache::learn(size_t limit, size_t extent, size_t shards) {
+  std::lock_guard<std::mutex> lock(mu_);
+  learned_[{limit, extent}] = shards;
+}
+
 const Kernel& ShardCache::kernel(const Kernel& whole, const BatchAxis& axis, int64_t extent,
                                  const std::map<std::string, int64_t>& sizes) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -97,27 +108,33 @@ const Kernel& ShardCache::kernel(const Kernel& whole, const BatchAxis& axis, int
 
 RunStats run_sharded(const Kernel& k, ShardCache& cache, const std::vector<BufferRef>& inputs,
                      const std::vector<BufferRef>& outputs, size_t memory_limit) {
-  size_t need = 0;
-  std::string refused;
-  try {
-    return k.run(inputs, outputs, memory_limit);
-  } catch (const MemoryError& e) {
-    if (memory_limit == 0) throw;
-    need = e.requested + e.live;
-    refused = e.what();
-  }
   const Program& p = k.program();
   std::string why;
   const std::optional<BatchAxis>& axis = cache.axis(p, &why);
-  if (!axis)
-    throw MemoryError(refused + "; sharding cannot split it: " + why, need, 0, memory_limit);
   const std::vector<std::string> outs = p.outputs();
-  const int out_axis = axis->of(outs[0]);
-  const auto n = static_cast<size_t>(outputs.at(0).shape.at(static_cast<size_t>(out_axis)));
+  size_t n = 0, shards = 0;
+  if (axis && !outputs.empty()) {
+    n = static_cast<size_t>(outputs[0].shape.at(static_cast<size_t>(axis->of(outs[0]))));
+    shards = cache.learned(memory_limit,
+                           n);  // an earlier call found the count: the whole run is not tried
+  }
+  if (!shards) {
+    size_t need = 0;
+    std::string refused;
+    try {
+      return k.run(inputs, outputs, memory_limit);
+    } catch (const MemoryError& e) {
+      if (memory_limit == 0) throw;
+      need = e.requested + e.live;
+      refused = e.what();
+    }
+    if (!axis)
+      throw MemoryError(refused + "; sharding cannot split it: " + why, need, 0, memory_limit);
+    // A quarter over the lower bound: shards sized to exactly the limit would
+    // meet it again with the allocations the refusal did not see.
+    shards = std::max<size_t>(2, ceil_div(need + need / 4, memory_limit));
+  }
   const std::map<std::string, int64_t> sizes = input_sizes(p, inputs);
-  // A quarter over the lower bound: shards sized to exactly the limit would
-  // meet it again with the allocations the refusal did not see.
-  size_t shards = std::max<size_t>(2, ceil_div(need + need / 4, memory_limit));
   for (;;) {
     const size_t len = ceil_div(n, std::min(shards, n));
     shards = ceil_div(n, len);
@@ -155,6 +172,7 @@ RunStats run_sharded(const Kernel& k, ShardCache& cache, const std::vector<Buffe
         total.allocations += s.allocations;
       }
       total.shards = static_cast<int>(shards);
+      cache.learn(memory_limit, n, shards);
       return total;
     } catch (const MemoryError& e) {
       if (len == 1)

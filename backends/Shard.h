@@ -5,7 +5,9 @@
 // The first refusal's figures (bytes asked for plus bytes live) give a
 // lower bound of the whole run's need, so the first try splits into that
 // many multiples of the limit; a shard still refused splits further, down to
-// one slice per shard. Each shard is the program with its batch axis at the
+// one slice per shard. The count found is remembered per limit and batch
+// extent, so later calls go straight to the shards (a whole run tried first
+// would compute up to the refusal every time). Each shard is the program with its batch axis at the
 // shard's extent, compiled once per extent (a run has at most two: the
 // shard and the last, shorter one) with the kernel's own schedule where it
 // is valid for the smaller extent and the default schedule where it is not.
@@ -35,6 +37,9 @@ class ShardCache {
   // The kernel for shards of `extent` (compiled on first use).
   const Kernel& kernel(const Kernel& whole, const BatchAxis& axis, int64_t extent,
                        const std::map<std::string, int64_t>& sizes);
+  // The shard count an earlier run found for this limit and batch extent (0: none).
+  size_t learned(size_t limit, size_t extent);
+  void learn(size_t limit, size_t extent, size_t shards);
 
  private:
   std::mutex mu_;
@@ -42,6 +47,7 @@ class ShardCache {
   std::optional<BatchAxis> axis_;
   std::string why_;
   std::map<int64_t, std::unique_ptr<Kernel>> kernels_;
+  std::map<std::pair<size_t, size_t>, size_t> learned_;  // (limit, extent) -> shards
 };
 
 // Runs `k` within `memory_limit` bytes of intermediates, sharding on refusal

@@ -8,6 +8,7 @@
 
 #include "Helpers.h"
 #include "RandomProgram.h"
+#include "backends/Lower.h"
 #include "dsl/BatchAxis.h"
 #include "dsl/ops/Ops.h"
 #include "schedules/defaults/Defaults.h"
@@ -273,4 +274,14 @@ TEST_CASE("sharded runs of random programs match float64, every shard under the 
     ++sharded;
   }
   CHECK(sharded >= n / 2);
+}
+
+TEST_CASE("Halide's Func and buffer names map back to their stage", "[shard][memory][names]") {
+  const Program p = mlp(8);
+  CHECK(stage_of_func("hidden_mm$4", p) == "hidden_mm");
+  CHECK(stage_of_func("probs.0", p) == "probs");
+  CHECK(stage_of_func("hidden_mm__acc", p) == "hidden_mm");
+  CHECK(stage_of_func("w1_im_in_hidden_mm__acc", p) ==
+        "hidden_mm");  // a packed copy for its consumer
+  CHECK(stage_of_func("nosuch", p) == "nosuch");
 }
