@@ -22,7 +22,7 @@ std::vector<HeapAllocation> heap_allocations(const LoweredPipeline& lp, const Pr
         if (elems) elems += static_cast<size_t>(std::max(op->padding, 0));
         std::string detail;
         if (const size_t in = op->name.find("_in_"); in != std::string::npos) {
-          std::string src = op->name.substr(0, in);
+          std::string src = op->name.substr(0, std::min(in, op->name.find_first_of(".$")));
           if (src.size() > 3 && src.ends_with("_im"))
             src.resize(src.size() - 3);  // an input's ImageParam
           detail = "packed copy of '" + src + "'";

@@ -858,10 +858,11 @@ class Lowering {
 }  // namespace
 
 std::string stage_of_func(std::string name, const Program& p) {
-  if (const size_t cut = name.find_first_of(".$"); cut != std::string::npos) name.resize(cut);
-  // Halide's wrapper of a Func or input for one consumer (`in()`: the packed copies of `cache`).
+  // Halide's wrapper of a Func or input for one consumer (`in()`: the packed
+  // copies of `cache`), "<source>$2_in_<consumer>$3".
   if (const size_t in = name.find("_in_"); in != std::string::npos && !p.find_stage(name))
     return stage_of_func(name.substr(in + 4), p);
+  if (const size_t cut = name.find_first_of(".$"); cut != std::string::npos) name.resize(cut);
   if (p.find_stage(name)) return name;
   if (name.ends_with('_') && p.find_stage(name.substr(0, name.size() - 1)))  // symbol_name's suffix
     return name.substr(0, name.size() - 1);
