@@ -115,8 +115,8 @@ RunStats run_sharded(const Kernel& k, ShardCache& cache, const std::vector<Buffe
   size_t n = 0, shards = 0;
   if (axis && !outputs.empty()) {
     n = static_cast<size_t>(outputs[0].shape.at(static_cast<size_t>(axis->of(outs[0]))));
-    shards = cache.learned(memory_limit,
-                           n);  // an earlier call found the count: the whole run is not tried
+    // An earlier call found the count: the whole run, bound to be refused, is not tried.
+    shards = cache.learned(memory_limit, n);
   }
   if (!shards) {
     size_t need = 0;
