@@ -45,6 +45,20 @@ py::dict bisect_dict(const debug::BisectResult& r) {
   return d;
 }
 
+// Views of the arrays a tool runs `p` on, one per input (ShapeError naming
+// `tool` otherwise).
+std::vector<BufferRef> input_views(const char* tool, const Program& p,
+                                   const std::vector<py::array>& args) {
+  if (args.size() != p.inputs().size())
+    throw ShapeError(std::string(tool) + ": program '" + p.name() + "' takes " +
+                     std::to_string(p.inputs().size()) + " arrays, got " +
+                     std::to_string(args.size()));
+  std::vector<BufferRef> ins;
+  for (size_t i = 0; i < args.size(); ++i)
+    ins.push_back(view(args[i], "argument '" + p.inputs()[i].name + "'"));
+  return ins;
+}
+
 }  // namespace
 
 void bind_debug(py::module_& m) {
@@ -84,16 +98,9 @@ void bind_debug(py::module_& m) {
          const std::vector<py::array>& args, double tolerance) {
         const Target t = parse_target(target);
         const Schedule s = schedule_from_json_string(schedule);
-        if (args.size() != p.inputs().size())
-          throw ShapeError("bisect: program '" + p.name() + "' takes " +
-                           std::to_string(p.inputs().size()) + " arrays, got " +
-                           std::to_string(args.size()));
-        std::vector<BufferRef> ins;
+        const std::vector<BufferRef> ins = input_views("bisect", p, args);
         std::vector<std::vector<int64_t>> shapes;
-        for (size_t i = 0; i < args.size(); ++i) {
-          ins.push_back(view(args[i], "argument '" + p.inputs()[i].name + "'"));
-          shapes.push_back(ins.back().shape);
-        }
+        for (const BufferRef& b : ins) shapes.push_back(b.shape);
         const auto out_shapes = output_shapes(p, shapes);
         std::vector<py::array> keep;
         std::vector<BufferRef> outs;
@@ -120,13 +127,7 @@ void bind_debug(py::module_& m) {
          const std::vector<py::array>& args, double min_seconds) {
         const Target t = parse_target(target);
         const Schedule s = schedule_from_json_string(schedule);
-        if (args.size() != p.inputs().size())
-          throw ShapeError("profile_stages: program '" + p.name() + "' takes " +
-                           std::to_string(p.inputs().size()) + " arrays, got " +
-                           std::to_string(args.size()));
-        std::vector<BufferRef> ins;
-        for (size_t i = 0; i < args.size(); ++i)
-          ins.push_back(view(args[i], "argument '" + p.inputs()[i].name + "'"));
+        const std::vector<BufferRef> ins = input_views("profile_stages", p, args);
         debug::StageProfile r;
         {
           py::gil_scoped_release nogil;
