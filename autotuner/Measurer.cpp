@@ -82,6 +82,7 @@ Worker spawn(const std::string& exe, const std::vector<std::string>& args, const
     execv(exe.c_str(), argv.data());
     _exit(127);
   }
+  register_worker(pid);
   close(in[0]);
   close(out[1]);
   Worker w;
@@ -97,6 +98,7 @@ Worker spawn(const std::string& exe, const std::vector<std::string>& args, const
 Measurement finish(Worker& w) {
   int st = 0;
   waitpid(w.pid, &st, 0);
+  unregister_worker(w.pid);
   w.close_fds();
   Measurement m;
   m.compile_s = w.compile_s;

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -63,7 +64,17 @@ void remove_flat_dir_signal_safe(const char* path) {
   rmdir(path);
 }
 
+// Live worker pids, 0 where free: atomics the handler reads without a lock.
+constexpr int kWorkers = 64;
+std::atomic<pid_t> g_workers[kWorkers];
+
 void on_signal(int sig) {
+  for (auto& w : g_workers) {
+    const pid_t pid = w.load();
+    if (pid <= 0) continue;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);  // it writes nothing more
+  }
   for (Slot& s : g_slots)
     if (s.used.load()) remove_flat_dir_signal_safe(s.path);
   // Terminate as the signal would have: default action, re-raised.
@@ -108,6 +119,20 @@ std::vector<std::string> clean_stale_work_dirs(const std::string& parent) {
     if (!rm) removed.push_back(e.path().string());
   }
   return removed;
+}
+
+void register_worker(pid_t pid) {
+  for (auto& w : g_workers) {
+    pid_t free = 0;
+    if (w.compare_exchange_strong(free, pid)) return;
+  }
+}
+
+void unregister_worker(pid_t pid) {
+  for (auto& w : g_workers) {
+    pid_t p = pid;
+    if (w.compare_exchange_strong(p, 0)) return;
+  }
 }
 
 void remove_work_dirs_on_signals() {

@@ -22,8 +22,13 @@ void remove_work_dir(const std::string& dir);
 // Removes `pto-tune-<pid>-*` directories in `parent` that belong to this user
 // and whose pid is not running. Returns the directories removed.
 std::vector<std::string> clean_stale_work_dirs(const std::string& parent);
-// SIGINT and SIGTERM remove the registered directories, then terminate the
+// SIGINT and SIGTERM kill the registered worker processes (which write into
+// the directories: a file one creates after the handler's pass would keep
+// its directory), remove the registered directories, then terminate the
 // process as the signal would have (its default action, re-raised).
 void remove_work_dirs_on_signals();
+// A worker process the signal handler kills first; unregistered once reaped.
+void register_worker(pid_t pid);
+void unregister_worker(pid_t pid);
 
 }  // namespace pto::tuner

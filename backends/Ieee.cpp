@@ -1,5 +1,7 @@
 #include "backends/Ieee.h"
 
+#include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace pto {
@@ -44,6 +46,64 @@ Halide::Expr ieee_min(const Halide::Expr& a, const Halide::Expr& b) {
   return nan_propagating(a, b, Halide::min(a, b));
 }
 
+namespace {
+// The sign-magnitude to two's-complement map, its own inverse: negative
+// floats' magnitude bits flipped, so larger negative floats get smaller keys.
+Halide::Expr flip_negatives(const Halide::Expr& bits) {
+  const Halide::Type it = bits.type();
+  return bits ^ ((bits >> (it.bits() - 1)) & it.max());
+}
+}  // namespace
+
+// The bits of a float constant of type `t`, sign-extended.
+int64_t float_bits(double v, Halide::Type t) {
+  switch (t.bits()) {
+    case 64: {
+      int64_t b;
+      std::memcpy(&b, &v, sizeof b);
+      return b;
+    }
+    case 32: {
+      const float f = static_cast<float>(v);
+      int32_t b;
+      std::memcpy(&b, &f, sizeof b);
+      return b;
+    }
+    default:
+      return static_cast<int16_t>(t.is_bfloat() ? Halide::bfloat16_t(v).to_bits()
+                                                : Halide::float16_t(v).to_bits());
+  }
+}
+
+Halide::Expr order_key(const Halide::Expr& x, bool nan_largest) {
+  const Halide::Type it = Halide::Int(x.type().bits());
+  const Halide::Expr nan_key = nan_largest ? it.max() : it.min();
+  // A constant (a reduction's identity) becomes a constant key: the
+  // accumulator's initial stores stay plain vector stores.
+  if (const auto* c = x.as<Halide::Internal::FloatImm>(); c && !std::isnan(c->value)) {
+    const int64_t b = float_bits(c->value, x.type());
+    return Halide::Internal::make_const(
+        it, b < 0 ? b ^ static_cast<int64_t>(it.max().as<Halide::Internal::IntImm>()->value) : b);
+  }
+  // Halide's is_nan is one unordered compare kept under fast-math flags (a
+  // third faster here than the integer is_nan_bits).
+  const Halide::Expr nan =
+      Halide::is_nan(x.type().bits() < 32 ? Halide::cast(Halide::Float(32), x) : x);
+  return Halide::select(nan, nan_key, flip_negatives(Halide::reinterpret(it, x)));
+}
+
+Halide::Expr from_order_key(const Halide::Expr& key, Halide::Type t) {
+  // The NaN keys (INT_MAX, INT_MIN) map to NaN bit patterns (0x7fff..., 0xffff...).
+  return Halide::reinterpret(t, flip_negatives(key));
+}
+
+Halide::Expr copysign_bits(const Halide::Expr& a, const Halide::Expr& b) {
+  const Halide::Type t = a.type(), it = Halide::Int(t.bits());
+  const Halide::Expr magnitude = Halide::reinterpret(it, a) & it.max();
+  const Halide::Expr sign = Halide::reinterpret(it, Halide::cast(t, b)) & it.min();
+  return Halide::reinterpret(t, magnitude | sign);
+}
+
 Halide::Expr strict(const Halide::Expr& e) {
   return Halide::strict_float(e);
 }
@@ -77,18 +137,20 @@ Halide::Expr ieee_pow(const Halide::Expr& x, const Halide::Expr& y, const Halide
   // x^+-Inf: 1 at |x| = 1, 0 or Inf by |x| < 1 and the sign of y.
   const Halide::Expr at_inf_y = Halide::select(
       ieee_eq(ax, k(1)), k(1), Halide::select(ieee_lt(ax, k(1)) == !y_neg, k(0), k(inf)));
-  // (+-Inf)^y and (+-0)^y for finite y != 0: 0 or Inf, negative for a negative x and odd y.
-  const Halide::Expr inf_x = Halide::select(y_neg, Halide::select(neg_odd, k(-0.0), k(0)),
-                                            Halide::select(neg_odd, k(-inf), k(inf)));
-  const Halide::Expr zero_x = Halide::select(y_neg, Halide::select(neg_odd, k(-inf), k(inf)),
-                                             Halide::select(neg_odd, k(-0.0), k(0)));
-  return Halide::select(
+  // (+-Inf)^y and (+-0)^y for finite y != 0: 0 or Inf (its sign below).
+  const Halide::Expr inf_x = Halide::select(y_neg, k(0), k(inf));
+  const Halide::Expr zero_x = Halide::select(y_neg, k(inf), k(0));
+  const Halide::Expr r = Halide::select(
       ieee_eq(y, k(0)) || ieee_eq(x, k(1)), k(1),
       Halide::select(
           is_nan_bits(x) || is_nan_bits(y), strict(x + y),
           Halide::select(is_inf_bits(y), at_inf_y,
                          Halide::select(is_inf_bits(x), inf_x,
                                         Halide::select(ieee_eq(x, k(0)), zero_x, pow)))));
+  // x^y is negative exactly for a negative x and an odd y (else positive or
+  // NaN): the sign set by its bits, which LLVM's no-signed-zeros flag cannot
+  // drop from a -0.
+  return copysign_bits(r, Halide::select(neg_odd, k(-1), k(1)));
 }
 
 Halide::Expr ieee_log(const Halide::Expr& x, const Halide::Expr& log_x) {

@@ -30,6 +30,20 @@ Halide::Expr is_inf_bits(const Halide::Expr& x);
 Halide::Expr ieee_max(const Halide::Expr& a, const Halide::Expr& b);
 Halide::Expr ieee_min(const Halide::Expr& a, const Halide::Expr& b);
 
+// A float's total-order key: an integer of its width that orders as the
+// floats do (-Inf < ... < -0 < +0 < ... < +Inf), with every NaN the largest
+// key (`nan_largest`) or the smallest. A float min / max reduction runs as
+// the integer one over these keys: NaN then wins as numpy's does, and the
+// combine stays a plain integer max, which rfactor and atomic vectorization
+// prove associative (a NaN-propagating float combine is not one they know).
+Halide::Expr order_key(const Halide::Expr& x, bool nan_largest);
+// The float of type `t` a key stands for (a NaN key gives a NaN).
+Halide::Expr from_order_key(const Halide::Expr& key, Halide::Type t);
+
+// |a| with the sign of b, by their bits: a zero keeps its sign where LLVM's
+// no-signed-zeros flag (set by Halide on float arithmetic) would drop it.
+Halide::Expr copysign_bits(const Halide::Expr& a, const Halide::Expr& b);
+
 // `e` (arithmetic the simplifier would fold into a wrong answer for NaN or
 // Inf: x * 0, 0 / x, x - x, x / x) kept as written: Halide's strict_float.
 Halide::Expr strict(const Halide::Expr& e);

@@ -168,7 +168,8 @@ class ExprLowering : public IRVisitor {
     const bool fl = a.type().is_float();
     // IEEE (backends/Ieee.h): float compares guarded for NaN, and the
     // arithmetic Halide's simplifier would fold into a wrong answer for NaN or
-    // Inf (x * 0 and 0 / x to 0, x - x to 0, x / x to 1) kept as written.
+    // Inf (x * 0 and 0 / x to 0, x - x to 0, x / x to 1) or a zero's sign
+    // (x + 0 to x, 0 - x to -x: -0 + 0 and 0 - 0 are +0) kept as written.
     // Nothing else is kept strict: a strict subexpression loses its FMAs
     // ((x - mean) * (x - mean) kept strict made layer_norm 1.3x slower).
     const auto folds = [&] {
@@ -176,12 +177,13 @@ class ExprLowering : public IRVisitor {
       using Halide::Internal::is_const_zero;
       if (!fl || !ieee_) return false;
       switch (n.op) {
+        case BinOp::Add:
         case BinOp::Mul:
           return is_const_zero(a) || is_const_zero(b);
         case BinOp::Div:
           return is_const_zero(a) || equal(a, b);
         case BinOp::Sub:
-          return equal(a, b);
+          return is_const_zero(a) || equal(a, b);
         default:
           return false;
       }
@@ -242,6 +244,9 @@ class ExprLowering : public IRVisitor {
         break;
       case BinOp::And: result_ = a && b; break;
       case BinOp::Or: result_ = a || b; break;
+      case BinOp::CopySign:
+        result_ = copysign_bits(a, b);
+        break;
     }
   }
   void visit_select(const SelectNode& n) override {
@@ -420,6 +425,12 @@ class Lowering {
     return !(ss && ss->fast_math);
   }
 
+  // Does `st` (a min / max over floats accumulated in `acc`) reduce order keys?
+  bool keyed_reduction(const Stage& st, Halide::Type acc) const {
+    return acc.is_float() && (*st.reduce == ReduceOp::Min || *st.reduce == ReduceOp::Max) &&
+           ieee(st.name);
+  }
+
   // An output that other stages read is computed into a Func of its own
   // (`<stage>__val`), which its readers load from, and copied to the caller's
   // buffer by the output Func. Halide takes the alignment of its own
@@ -575,18 +586,26 @@ class Lowering {
       return;
     }
     // When storage and accumulator types differ, the reduction runs in its own
-    // Func `<stage>__acc` and the stage's Func stores the narrowed result.
-    const bool wrapped = prec.storage != prec.accumulate || (ss && !ss->accumulator_at.empty());
+    // Func `<stage>__acc` and the stage's Func stores the narrowed result. So
+    // does a float min / max under IEEE semantics, over order keys
+    // (backends/Ieee.h), so that a NaN wins.
+    const bool keyed = keyed_reduction(st, acc);
+    const bool wrapped =
+        keyed || prec.storage != prec.accumulate || (ss && !ss->accumulator_at.empty());
     Halide::Func f(wrapped ? func_name(st.name) + "__acc" : func_name(st.name));
     Halide::Expr b = Halide::cast(acc, body);
     // Min and max may take a point twice; a sum or product takes its identity there.
     if (repeated.defined() && (op == ReduceOp::Sum || op == ReduceOp::Prod))
       b = Halide::select(repeated, reduce_identity(op, acc), b);
-    f(args) = reduce_identity(op, acc);
-    f(args) = reduce_combine(op, f(args), b);
+    const auto key = [&](const Halide::Expr& v) {
+      return keyed ? order_key(v, op == ReduceOp::Max) : v;
+    };
+    f(args) = key(reduce_identity(op, acc));
+    f(args) = reduce_combine(op, f(args), key(b));
     if (wrapped) {
       Halide::Func w(func_name(st.name));
-      w(args) = Halide::cast(halide_type(prec.storage), f(args));
+      w(args) =
+          Halide::cast(halide_type(prec.storage), keyed ? from_order_key(f(args), acc) : f(args));
       helpers_.emplace(st.name, f);
       funcs_.emplace(st.name, w);
       types_[st.name] = halide_type(prec.storage);
@@ -649,7 +668,14 @@ class Lowering {
       ExprLowering el(p_, vars, inputs_, fns, types_, compute, ieee(st.name));
       return Halide::cast(acc, el.lower(st.value));
     };
-    const Halide::Expr init = reduce_identity(op, acc);
+    // Under IEEE semantics a float min / max runs over order keys
+    // (backends/Ieee.h), partials and lanes, in `<stage>__acc`; the stage's
+    // Func is the float of the key.
+    const bool keyed = keyed_reduction(st, acc);
+    const auto key = [&](const Halide::Expr& v) {
+      return keyed ? order_key(v, op == ReduceOp::Max) : v;
+    };
+    const Halide::Expr init = key(reduce_identity(op, acc));
     const auto combine = [op](const Halide::Expr& a, const Halide::Expr& v) { return reduce_combine(op, a, v); };
     const auto at = [&](const Halide::Expr& lane) {
       std::vector<Halide::Expr> a{lane};
@@ -658,18 +684,26 @@ class Lowering {
     };
     Halide::Func part(func_name(st.name) + "__partials");
     part(at(Halide::Var(rfactor_lane(r)))) = init;
-    part(at(fs.steps[0])) = combine(part(at(fs.steps[0])), body(fs.steps[1] * lanes + fs.steps[0]));
+    part(at(fs.steps[0])) =
+        combine(part(at(fs.steps[0])), key(body(fs.steps[1] * lanes + fs.steps[0])));
     if (fs.rest.defined()) {
       const Halide::Expr lane = fs.rest[0] - fs.rest[0].min();
-      part(at(lane)) = combine(part(at(lane)), body(fs.rest[0]));
+      part(at(lane)) = combine(part(at(lane)), key(body(fs.rest[0])));
     }
     const Halide::RDom all(Halide::Internal::ReductionDomain({{rfactor_lane(r), 0, lanes}}));
-    Halide::Func f(func_name(st.name));
+    Halide::Func f(func_name(st.name) + (keyed ? "__acc" : ""));
     f(args) = init;
     f(args) = combine(f(args), part(at(all[0])));
     partials_.emplace(st.name, part);
-    funcs_.emplace(st.name, f);
     types_[st.name] = acc;
+    if (!keyed) {
+      funcs_.emplace(st.name, f);
+      return;
+    }
+    Halide::Func w(func_name(st.name));
+    w(args) = from_order_key(f(args), acc);
+    helpers_.emplace(st.name, f);
+    funcs_.emplace(st.name, w);
   }
 
   // What a stage that defines its Funcs itself (online_softmax, amx) lowers
@@ -815,6 +849,10 @@ class Lowering {
     }
     Halide::Expr extent(const Dim& d) override { return l_.extent(d); }
     Halide::Func fused_partials(const std::string& reduction) override { return l_.partials_.at(reduction); }
+    Halide::Func reducer_of(const std::string& stage) override {
+      const auto h = l_.helpers_.find(stage);
+      return h != l_.helpers_.end() ? h->second : l_.funcs_.at(stage);
+    }
 
    private:
     std::optional<Halide::Func> padded(const std::string& tensor) const {

@@ -15,12 +15,12 @@ constexpr std::array<std::string_view, 25> kUnOpNames = {
     "neg",  "not",  "abs",   "exp",   "log",   "sqrt",  "sin",   "cos",  "tan",
     "asin", "acos", "atan",  "sinh",  "cosh",  "tanh",  "asinh", "acosh", "atanh",
     "erf",  "floor", "ceil", "round", "trunc", "isnan", "isinf"};
-constexpr std::array<std::string_view, 17> kBinOpNames = {
+constexpr std::array<std::string_view, 18> kBinOpNames = {
     "add", "sub", "mul", "div", "mod", "min", "max", "pow", "atan2",
-    "lt",  "le",  "gt",  "ge",  "eq",  "ne",  "and", "or"};
-constexpr std::array<std::string_view, 17> kBinOpSymbols = {
-    "+", "-", "*", "/", "%", "min", "max", "pow", "atan2",
-    "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
+    "lt",  "le",  "gt",  "ge",  "eq",  "ne",  "and", "or",  "copysign"};
+constexpr std::array<std::string_view, 18> kBinOpSymbols = {
+    "+", "-",  "*", "/",  "%",  "min", "max", "pow", "atan2",
+    "<", "<=", ">", ">=", "==", "!=",  "&&",  "||",  "copysign"};
 
 bool is_weak(const Expr& e) {
   const auto* c = e.as<ConstNode>();
@@ -139,7 +139,7 @@ Expr binary(BinOp op, Expr a, Expr b) {
     return Expr(std::make_shared<const BinaryNode>(op, to_bool(a), to_bool(b), DType::Bool));
   }
   unify(a, b);
-  if ((op == BinOp::Pow || op == BinOp::Atan2) && !is_float(a.type())) {
+  if ((op == BinOp::Pow || op == BinOp::Atan2 || op == BinOp::CopySign) && !is_float(a.type())) {
     a = is_weak(a) ? retype_weak(a, DType::F32) : cast(DType::F32, a);
     b = is_weak(b) ? retype_weak(b, DType::F32) : cast(DType::F32, b);
   }
@@ -179,6 +179,9 @@ Expr operator!(Expr a) { return unary(UnOp::Not, std::move(a)); }
 Expr min(Expr a, Expr b) { return binary(BinOp::Min, std::move(a), std::move(b)); }
 Expr max(Expr a, Expr b) { return binary(BinOp::Max, std::move(a), std::move(b)); }
 Expr pow(Expr a, Expr b) { return binary(BinOp::Pow, std::move(a), std::move(b)); }
+Expr copysign(Expr a, Expr b) {
+  return binary(BinOp::CopySign, std::move(a), std::move(b));
+}
 Expr clamp(Expr x, Expr lo, Expr hi) { return min(max(std::move(x), std::move(lo)), std::move(hi)); }
 
 namespace {

@@ -23,7 +23,26 @@ enum class UnOp {
   Neg, Not, Abs, Exp, Log, Sqrt, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh,
   Asinh, Acosh, Atanh, Erf, Floor, Ceil, Round, Trunc, IsNan, IsInf,
 };
-enum class BinOp { Add, Sub, Mul, Div, Mod, Min, Max, Pow, Atan2, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+enum class BinOp {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Min,
+  Max,
+  Pow,
+  Atan2,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or,
+  CopySign,
+};
 
 std::string_view to_string(UnOp op);
 std::string_view to_string(BinOp op);
@@ -145,6 +164,8 @@ Expr operator!(Expr a);
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
 Expr pow(Expr a, Expr b);
+// |a| with the sign of b (C's copysign; floats, integers computed in f32).
+Expr copysign(Expr a, Expr b);
 Expr clamp(Expr x, Expr lo, Expr hi);
 
 // Readable form, e.g. `max((A(i, r) * B(r, j)), 0.0f)`.

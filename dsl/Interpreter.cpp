@@ -116,6 +116,9 @@ class Evaluator : public IRVisitor {
       case BinOp::Ne: r_ = a != b; break;
       case BinOp::And: r_ = (a != 0) && (b != 0); break;
       case BinOp::Or: r_ = (a != 0) || (b != 0); break;
+      case BinOp::CopySign:
+        r_ = std::copysign(a, b);
+        break;
     }
   }
   void visit_select(const SelectNode& n) override {

@@ -43,8 +43,9 @@ struct DivMod {
 DivMod float_divmod(const Expr& a, const Expr& b) {
   const Expr m0 = fmod(a, b);
   const Expr shift = m0 != k(0, m0) && ((b < k(0, b)) != (m0 < k(0, m0)));
-  const Expr mod =
-      select(shift, m0 + b, select(m0 == k(0, m0), select(b < k(0, b), k(-0.0, b), k(0, b)), m0));
+  // Unshifted, m0 is 0 or has b's sign already: copysign gives a zero b's
+  // sign by its bits (arithmetic on -0.0 may lose it under LLVM's flags).
+  const Expr mod = select(shift, m0 + b, copysign(m0, b));
   const Expr d0 = (a - m0) / b;
   const Expr d = select(shift, d0 - k(1, d0), d0);
   const Expr f = unary(UnOp::Floor, d);
@@ -90,10 +91,16 @@ const std::vector<Binary>& binaries() {
       {"mod", "numpy remainder: sign of the divisor", numpy_mod},
       {"fmod", "C fmod: sign of the dividend", fmod},
       {"floor_divide", "floor(a / b) (numpy //)", floor_divide},
-      {"maximum", "elementwise max with broadcasting", [](const Expr& a, const Expr& b) { return max(a, b); }},
-      {"minimum", "elementwise min with broadcasting", [](const Expr& a, const Expr& b) { return min(a, b); }},
-      {"atan2", "atan2(a, b)", [](const Expr& a, const Expr& b) { return binary(BinOp::Atan2, a, b); }},
-      {"squared_difference", "(a - b)^2", [](const Expr& a, const Expr& b) { return (a - b) * (a - b); }},
+      {"maximum", "elementwise max with broadcasting",
+       [](const Expr& a, const Expr& b) { return max(a, b); }},
+      {"minimum", "elementwise min with broadcasting",
+       [](const Expr& a, const Expr& b) { return min(a, b); }},
+      {"atan2", "atan2(a, b)",
+       [](const Expr& a, const Expr& b) { return binary(BinOp::Atan2, a, b); }},
+      {"copysign", "|a| with the sign of b (numpy copysign)",
+       [](const Expr& a, const Expr& b) { return copysign(a, b); }},
+      {"squared_difference", "(a - b)^2",
+       [](const Expr& a, const Expr& b) { return (a - b) * (a - b); }},
       {"prelu", "x if x >= 0 else slope x (slope broadcast)",
        [](const Expr& x, const Expr& s) { return select(x < make_const(0, x.type()), x * s, x); }},
       {"equal", "a == b (bool)", [](const Expr& a, const Expr& b) { return a == b; }},
@@ -104,7 +111,8 @@ const std::vector<Binary>& binaries() {
       {"greater_equal", "a >= b (bool)", [](const Expr& a, const Expr& b) { return a >= b; }},
       {"logical_and", "a && b (bool)", [](const Expr& a, const Expr& b) { return a && b; }},
       {"logical_or", "a || b (bool)", [](const Expr& a, const Expr& b) { return a || b; }},
-      {"logical_xor", "a != b as bools", [](const Expr& a, const Expr& b) { return binary(BinOp::Ne, !a, !b); }},
+      {"logical_xor", "a != b as bools",
+       [](const Expr& a, const Expr& b) { return binary(BinOp::Ne, !a, !b); }},
   };
   return d;
 }

@@ -154,12 +154,16 @@ std::vector<OpInfo> unary_ops() {
   }, {{"min", AttrType::Float}, {"max", AttrType::Float}}));
   r.push_back(row("gelu", "0.5 x (1 + erf(x / sqrt 2))", [](const Expr& x0, A) {
     const Expr a = fl(x0);
-    return k(0.5, a) * a * (k(1, a) + unary(UnOp::Erf, a * k(M_SQRT1_2, a)));
+    // gelu(x) has x's sign: copysign keeps it on the zeros (-0, and x * 0 for
+    // x << 0), which LLVM's no-signed-zeros flag would make +0.
+    return copysign(k(0.5, a) * a * (k(1, a) + unary(UnOp::Erf, a * k(M_SQRT1_2, a))), a);
   }));
   r.push_back(row("gelu_tanh", "tanh approximation of gelu", [](const Expr& x0, A) {
     const Expr a = fl(x0);
     const double c = std::sqrt(2.0 / M_PI);
-    return k(0.5, a) * a * (k(1, a) + unary(UnOp::Tanh, k(c, a) * (a + k(0.044715, a) * a * a * a)));
+    return copysign(
+        k(0.5, a) * a * (k(1, a) + unary(UnOp::Tanh, k(c, a) * (a + k(0.044715, a) * a * a * a))),
+        a);
   }));
   return r;
 }

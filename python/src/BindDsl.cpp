@@ -138,9 +138,13 @@ void bind_dsl(py::module_& m) {
   m.def("var", &pto::var, py::arg("name"));
   m.def("unary", [](const std::string& op, const py::handle& a) { return unary(parse_unop(op), as_expr(a)); },
         "Unary operator by name: neg, abs, exp, log, sqrt, tanh, erf, floor, isnan, ...");
-  m.def("binary", [](const std::string& op, const py::handle& a, const py::handle& b) {
-    return binary(parse_binop(op), as_expr(a), as_expr(b));
-  }, "Binary operator by name: add, sub, mul, div, mod, min, max, pow, atan2, lt, ..., and, or");
+  m.def(
+      "binary",
+      [](const std::string& op, const py::handle& a, const py::handle& b) {
+        return binary(parse_binop(op), as_expr(a), as_expr(b));
+      },
+      "Binary operator by name: add, sub, mul, div, mod, min, max, pow, atan2, lt, ..., and, or, "
+      "copysign");
   m.def("select", [](const py::handle& c, const py::handle& t, const py::handle& f) {
     return select(as_expr(c), as_expr(t), as_expr(f));
   });

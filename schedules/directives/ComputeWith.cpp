@@ -131,7 +131,7 @@ struct ComputeWithDirective : Directive {
     const Stage& red = c.program().stage(ss.compute_with->stage);
     const std::string& r = red.rvars[0].name;
     const Halide::RVar ri(inner_loop(r)), ro(outer_loop(r)), lane(rfactor_lane(r));
-    Halide::Func e = c.func(), part = c.fused_partials(red.name), s = c.stage_func(red.name);
+    Halide::Func e = c.func(), part = c.fused_partials(red.name), s = c.reducer_of(red.name);
     if (ss.compute.kind == Placement::Kind::At)
       part.compute_at(c.consumer_loop(ss.compute));
     else

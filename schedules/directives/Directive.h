@@ -73,6 +73,9 @@ class ApplyContext {
   // The lanes of partials of reduction `reduction` when a stage is computed
   // with it (directives/ComputeWith.h): the Func its steps update.
   virtual Halide::Func fused_partials(const std::string& reduction) = 0;
+  // The Func whose update runs stage `stage`'s reduction: its helper (an
+  // `__acc` accumulator, order keys of an IEEE min / max) or its Func.
+  virtual Halide::Func reducer_of(const std::string& stage) = 0;
   // The extent of a dim as a Halide Expr (a symbolic size: the input dim it is bound to).
   virtual Halide::Expr extent(const Dim& d) = 0;
 
@@ -82,10 +85,7 @@ class ApplyContext {
   virtual bool caller_buffer() const = 0;
 
   // The Func whose update runs the reduction: helper() or func().
-  Halide::Func reducer() {
-    const auto h = helper();
-    return h ? *h : func();
-  }
+  Halide::Func reducer() { return reducer_of(stage().name); }
   // Does func() itself hold the reduction's update (no helper)?
   bool update_in_func() { return stage().reduce.has_value() && !helper(); }
 };

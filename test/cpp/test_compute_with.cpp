@@ -83,6 +83,38 @@ TEST_CASE("compute_with: sum, prod, min, max over whole and partial steps match 
       }
 }
 
+// IEEE semantics: a min / max runs over order keys in its partials and
+// lanes (backends/Ieee.h), so a NaN in any step or the rest of the row wins;
+// an Inf is an ordinary extreme (a sum's too). Plain loops and fused, exact
+// where float64 gives NaN or Inf, else the tolerances above.
+TEST_CASE("compute_with: rows with NaN or Inf reduce as float64 does", "[compute_with][ieee]") {
+  for (const ReduceOp op : {ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max})
+    for (const int64_t n : {96, 1031})
+      for (const int64_t at : {int64_t{0}, n / 2, n - 1}) {
+        INFO(to_string(op) << " n " << n << " NaN at " << at);
+        const Program p = stat_program(op, 3, n);
+        std::mt19937 rng(22);
+        HostTensor x = random_tensor({3, n}, rng, -2, 2);
+        x.data[static_cast<size_t>(n + at)] = NAN;                                          // row 1
+        x.data[static_cast<size_t>(2 * n + at)] = std::numeric_limits<double>::infinity();  // row 2
+        for (const bool plain : {true, false}) {
+          INFO((plain ? "plain" : "fused"));
+          const auto got =
+              run_f32(Kernel(p, plain ? Schedule{} : fused(32), host_target()), {{"X", x}})[0];
+          const auto want = interpret(p, {{"X", x}}).at("Y");
+          for (int64_t i = 0; i < 3 * n; ++i) {
+            INFO("at " << i);
+            if (std::isnan(want.data[i]))
+              REQUIRE(std::isnan(got.data[i]));
+            else if (std::isinf(want.data[i]))
+              REQUIRE(got.data[i] == want.data[i]);
+            else
+              REQUIRE(std::abs(got.data[i] - want.data[i]) <= 4e-7 * std::abs(want.data[i]) + 3e-6);
+          }
+        }
+      }
+}
+
 TEST_CASE("compute_with: softmax rows, NaN and -inf inputs as numpy", "[compute_with]") {
   for (const int64_t n : {1031, 50257}) {
     Program p("sm");

@@ -323,6 +323,69 @@ TEST_CASE("rfactor: chunks across cores, static and sized at run time, match flo
       Contains("stages.s.rfactor.factor") && Contains("or 0 with"));
 }
 
+// IEEE semantics (backends/Ieee.h): a float min / max over order keys, so
+// a NaN anywhere in a row wins whichever lane, chunk or step takes it, as
+// numpy's does; +-Inf are ordinary extremes. Exact: no arithmetic.
+TEST_CASE(
+    "rfactor: min and max keep NaN and Inf under every rfactor, across cores and in the defaults",
+    "[rfactor][ieee]") {
+  const Target t = parse_target("host");
+  for (const ReduceOp op : {ReduceOp::Min, ReduceOp::Max})
+    for (const int64_t n : {int64_t{7}, int64_t{100}, int64_t{1000}}) {
+      std::mt19937 rng(41);
+      const int64_t rows = 5;
+      HostTensor x = random_tensor({rows, n}, rng);
+      // Row 0: NaN first; 1: NaN last (in a shifted or guarded last step); 2: NaN
+      // mid-row next to +Inf; 3: +Inf and -Inf, no NaN; 4: -NaN.
+      const double inf = std::numeric_limits<double>::infinity();
+      x.data[0] = NAN;
+      x.data[2 * n - 1] = NAN;
+      x.data[2 * n + n / 2] = NAN,
+                         x.data[2 * n + n / 2 + 1 < 3 * n ? 2 * n + n / 2 + 1 : 2 * n] = inf;
+      x.data[3 * n + n / 3] = inf, x.data[3 * n + n - 1] = -inf;
+      x.data[4 * n + n / 4] = -NAN;
+      const Program p = row_reduction(op, n);
+      const auto want = interpret(p, {{"X", x}}).at("r");
+      std::vector<Schedule> schedules{Schedule{}, default_schedule(p, t)};
+      for (const RFactor& rf : directives::rfactor_candidates(p.stage("r"), &t, DType::F32)) {
+        Schedule s;
+        s["r"].rfactor = rf;
+        schedules.push_back(s);
+      }
+      for (const auto& s : schedules) {
+        INFO(to_string(op) << " over " << n << ": " << schedule_to_json_string(s));
+        const Kernel k(p, s, t);
+        const auto got = run_f32(k, {{"X", x}});
+        for (int64_t i = 0; i < rows; ++i) {
+          INFO("row " << i);
+          if (std::isnan(want.data[i]))
+            CHECK(std::isnan(got[0].data[i]));
+          else
+            CHECK(got[0].data[i] == static_cast<float>(want.data[i]));
+        }
+      }
+    }
+  // Chunks across cores: a column max over many rows.
+  for (const bool symbolic : {false, true}) {
+    Program p("colmax");
+    const Dim r = symbolic ? Dim::symbol("R") : Dim(999);
+    const Tensor xt = p.input("X", {r, Dim(3)});
+    p.output(p.define_reduce("m", {"j"}, {3}, ReduceOp::Max, {{"i", r}}, xt(var("i"), var("j")),
+                             OpKind::Reduction, "reduce"));
+    Schedule s;
+    s["m"].rfactor = RFactor{"i", symbolic ? 0 : 100, true};
+    std::mt19937 rng(42);
+    HostTensor x = random_tensor({999, 3}, rng);
+    x.data[3 * 500 + 1] = NAN, x.data[3 * 998 + 2] = NAN;
+    const Kernel k(p, s, t);
+    const auto got = run_f32(k, {{"X", x}});
+    INFO((symbolic ? "symbolic" : "static"));
+    CHECK(!std::isnan(got[0].data[0]));
+    CHECK(std::isnan(got[0].data[1]));
+    CHECK(std::isnan(got[0].data[2]));
+  }
+}
+
 TEST_CASE("rfactor: strict JSON and round trip", "[rfactor][json]") {
   const std::string text = R"({"schema": 1, "stages": {"r": {"rfactor": {"rvar": "j", "factor": 16}}}})";
   const Schedule s = schedule_from_json_string(text);
