@@ -112,16 +112,32 @@ namespace {
 Halide::Expr ordered(const Halide::Expr& a, const Halide::Expr& b) {
   return !(is_nan_bits(a) || is_nan_bits(b));
 }
+
+// An infinite float constant: LLVM's no-infs flag makes a float compare with
+// one poison (x == inf folds to false), so such compares go by order keys.
+bool infinite_constant(const Halide::Expr& e) {
+  const auto* c = e.as<Halide::Internal::FloatImm>();
+  return c && std::isinf(c->value);
+}
+
+// a `cmp` b for non-NaN operands: floats, or their order keys (which order
+// as the floats do; +-0 differ, but neither side is 0 where an infinity is).
+template <typename Cmp>
+Halide::Expr compare(const Halide::Expr& a, const Halide::Expr& b, Cmp cmp) {
+  if (a.type().is_float() && (infinite_constant(a) || infinite_constant(b)))
+    return ordered(a, b) && cmp(order_key(a, true), order_key(b, true));
+  return ordered(a, b) && cmp(a, b);
+}
 }  // namespace
 
 Halide::Expr ieee_eq(const Halide::Expr& a, const Halide::Expr& b) {
-  return ordered(a, b) && a == b;
+  return compare(a, b, [](const Halide::Expr& x, const Halide::Expr& y) { return x == y; });
 }
 Halide::Expr ieee_lt(const Halide::Expr& a, const Halide::Expr& b) {
-  return ordered(a, b) && a < b;
+  return compare(a, b, [](const Halide::Expr& x, const Halide::Expr& y) { return x < y; });
 }
 Halide::Expr ieee_le(const Halide::Expr& a, const Halide::Expr& b) {
-  return ordered(a, b) && a <= b;
+  return compare(a, b, [](const Halide::Expr& x, const Halide::Expr& y) { return x <= y; });
 }
 
 Halide::Expr ieee_pow(const Halide::Expr& x, const Halide::Expr& y, const Halide::Expr& pow) {

@@ -161,6 +161,9 @@ class ExprLowering : public IRVisitor {
       case UnOp::IsInf:
         result_ = ieee_ && a.type().is_float() ? is_inf_bits(a) : Halide::is_inf(a);
         break;
+      case UnOp::BitNot:
+        result_ = ~a;
+        break;
     }
   }
   void visit_binary(const BinaryNode& n) override {
@@ -247,13 +250,36 @@ class ExprLowering : public IRVisitor {
       case BinOp::CopySign:
         result_ = copysign_bits(a, b);
         break;
+      case BinOp::BitAnd:
+        result_ = a & b;
+        break;
+      case BinOp::BitOr:
+        result_ = a | b;
+        break;
+      case BinOp::BitXor:
+        result_ = a ^ b;
+        break;
+      case BinOp::Shl:
+        result_ = a << b;
+        break;
+      case BinOp::Shr:
+        result_ = a >> b;
+        break;
     }
   }
   void visit_select(const SelectNode& n) override {
     Halide::Expr c = lower(n.cond), t = lower(n.true_value), f = lower(n.false_value);
     result_ = Halide::select(c, t, f);
   }
-  void visit_cast(const CastNode& n) override { result_ = Halide::cast(ty(n.type), lower(n.a)); }
+  void visit_cast(const CastNode& n) override {
+    const Halide::Type to = ty(n.type);
+    Halide::Expr a = lower(n.a);
+    // f64 -> f16 goes through f32: the JIT lacks compiler-rt's __truncdfhf2
+    // (the double rounding differs from the direct one only on ties of f32's).
+    if (to.is_float() && to.bits() == 16 && a.type().is_float() && a.type().bits() == 64)
+      a = Halide::cast(Halide::Float(32), a);
+    result_ = Halide::cast(to, a);
+  }
 
  private:
   const Program& p_;

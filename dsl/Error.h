@@ -43,6 +43,12 @@ class ScheduleError : public Error {
 class TargetError : public Error {
   using Error::Error;
 };
+// A model that cannot be imported (frontends/): a malformed or truncated
+// file, an unsupported operator, attribute or element type. The message
+// names the node (its name and op type) and what is supported.
+class ImportError : public Error {
+  using Error::Error;
+};
 // Code generation failed (Halide reported a compile error).
 class CompileError : public Error {
   using Error::Error;

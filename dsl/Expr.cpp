@@ -11,16 +11,20 @@
 namespace pto {
 namespace {
 
-constexpr std::array<std::string_view, 25> kUnOpNames = {
+// clang-format off
+constexpr std::array<std::string_view, 26> kUnOpNames = {
     "neg",  "not",  "abs",   "exp",   "log",   "sqrt",  "sin",   "cos",  "tan",
     "asin", "acos", "atan",  "sinh",  "cosh",  "tanh",  "asinh", "acosh", "atanh",
-    "erf",  "floor", "ceil", "round", "trunc", "isnan", "isinf"};
-constexpr std::array<std::string_view, 18> kBinOpNames = {
+    "erf",  "floor", "ceil", "round", "trunc", "isnan", "isinf", "bitnot"};
+constexpr std::array<std::string_view, 23> kBinOpNames = {
     "add", "sub", "mul", "div", "mod", "min", "max", "pow", "atan2",
-    "lt",  "le",  "gt",  "ge",  "eq",  "ne",  "and", "or",  "copysign"};
-constexpr std::array<std::string_view, 18> kBinOpSymbols = {
-    "+", "-",  "*", "/",  "%",  "min", "max", "pow", "atan2",
-    "<", "<=", ">", ">=", "==", "!=",  "&&",  "||",  "copysign"};
+    "lt",  "le",  "gt",  "ge",  "eq",  "ne",  "and", "or",  "copysign",
+    "bitand", "bitor", "bitxor", "shl", "shr"};
+constexpr std::array<std::string_view, 23> kBinOpSymbols = {
+    "+", "-", "*", "/", "%", "min", "max", "pow", "atan2",
+    "<", "<=", ">", ">=", "==", "!=", "&&", "||", "copysign",
+    "&", "|", "^", "<<", ">>"};
+// clang-format on
 
 bool is_weak(const Expr& e) {
   const auto* c = e.as<ConstNode>();
@@ -120,6 +124,13 @@ Expr unary(UnOp op, Expr a) {
                                                       a.type(), true));
       }
       return Expr(std::make_shared<const UnaryNode>(op, a, a.type()));
+    case UnOp::BitNot:
+      if (is_float(a.type()))
+        throw DTypeError("bitnot: needs an integer or bool operand, got " +
+                         std::string(to_string(a.type())));
+      if (a.type() == DType::Bool)
+        return Expr(std::make_shared<const UnaryNode>(UnOp::Not, a, DType::Bool));
+      return Expr(std::make_shared<const UnaryNode>(op, a, a.type()));
     case UnOp::Floor:
     case UnOp::Ceil:
     case UnOp::Round:
@@ -139,6 +150,13 @@ Expr binary(BinOp op, Expr a, Expr b) {
     return Expr(std::make_shared<const BinaryNode>(op, to_bool(a), to_bool(b), DType::Bool));
   }
   unify(a, b);
+  if (op >= BinOp::BitAnd) {
+    if (is_float(a.type()))
+      throw DTypeError(std::string(to_string(op)) + ": needs integer operands, got " +
+                       std::string(to_string(a.type())));
+    if (a.type() == DType::Bool && (op == BinOp::Shl || op == BinOp::Shr))
+      throw DTypeError(std::string(to_string(op)) + ": needs integer operands, got bool");
+  }
   if ((op == BinOp::Pow || op == BinOp::Atan2 || op == BinOp::CopySign) && !is_float(a.type())) {
     a = is_weak(a) ? retype_weak(a, DType::F32) : cast(DType::F32, a);
     b = is_weak(b) ? retype_weak(b, DType::F32) : cast(DType::F32, b);

@@ -19,30 +19,17 @@ namespace pto {
 
 enum class ExprKind { Const, Var, Access, Unary, Binary, Select, Cast };
 
+// clang-format off
 enum class UnOp {
   Neg, Not, Abs, Exp, Log, Sqrt, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh,
   Asinh, Acosh, Atanh, Erf, Floor, Ceil, Round, Trunc, IsNan, IsInf,
+  BitNot,  // integers, in their own type
 };
 enum class BinOp {
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Mod,
-  Min,
-  Max,
-  Pow,
-  Atan2,
-  Lt,
-  Le,
-  Gt,
-  Ge,
-  Eq,
-  Ne,
-  And,
-  Or,
-  CopySign,
+  Add, Sub, Mul, Div, Mod, Min, Max, Pow, Atan2, Lt, Le, Gt, Ge, Eq, Ne, And, Or, CopySign,
+  BitAnd, BitOr, BitXor, Shl, Shr,  // integers (bool for the first three), in their own type
 };
+// clang-format on
 
 std::string_view to_string(UnOp op);
 std::string_view to_string(BinOp op);

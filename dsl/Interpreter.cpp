@@ -81,6 +81,9 @@ class Evaluator : public IRVisitor {
       case UnOp::Trunc: r_ = std::trunc(a); break;
       case UnOp::IsNan: r_ = std::isnan(a); break;
       case UnOp::IsInf: r_ = std::isinf(a); break;
+      case UnOp::BitNot:
+        r_ = wrap_int(static_cast<double>(~static_cast<int64_t>(a)), n.type);
+        break;
     }
   }
   void visit_binary(const BinaryNode& n) override {
@@ -118,6 +121,23 @@ class Evaluator : public IRVisitor {
       case BinOp::Or: r_ = (a != 0) || (b != 0); break;
       case BinOp::CopySign:
         r_ = std::copysign(a, b);
+        break;
+      // In int64 (the values of every integer type but large u64s), wrapped to the type.
+      case BinOp::BitAnd:
+        r_ = static_cast<double>(static_cast<int64_t>(a) & static_cast<int64_t>(b));
+        break;
+      case BinOp::BitOr:
+        r_ = static_cast<double>(static_cast<int64_t>(a) | static_cast<int64_t>(b));
+        break;
+      case BinOp::BitXor:
+        r_ = static_cast<double>(static_cast<int64_t>(a) ^ static_cast<int64_t>(b));
+        break;
+      case BinOp::Shl:
+        r_ = b < 0 || b >= bits(t) ? 0 : wrap_int(a * std::ldexp(1.0, static_cast<int>(b)), t);
+        break;
+      case BinOp::Shr:
+        r_ = b < 0 || b >= bits(t) ? (a < 0 ? -1 : 0)
+                                   : std::floor(a / std::ldexp(1.0, static_cast<int>(b)));
         break;
     }
   }

@@ -8,7 +8,7 @@ cd "$root"
 apt_packages=(
   build-essential catch2 nlohmann-json3-dev libcli11-dev libsqlite3-dev libfmt-dev
   libopenblas-dev libdnnl-dev libxgboost-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
-  clinfo python3-venv
+  clinfo python3-venv libprotobuf-dev protobuf-compiler
 )
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -143,6 +143,8 @@ std::vector<OpInfo> unary_ops() {
     return is_float(x.type()) ? select(unary(UnOp::IsNan, x), x, s) : s;  // sign(nan) = nan
   }));
   r.push_back(row("logical_not", "!x (bool)", [](const Expr& x, A) { return !x; }));
+  r.push_back(row("bitwise_not", "~x (integers; bool: not)",
+                  [](const Expr& x, A) { return unary(UnOp::BitNot, x); }));
   r.push_back(row("clip", "min(max(x, min), max), either bound optional (min, max)", [](const Expr& x, A a) {
     const auto lo = a.opt_number("min"), hi = a.opt_number("max");
     if (lo && hi && *lo > *hi)

@@ -14,12 +14,12 @@
 
 See docs/ARCHITECTURE.md (python/) and python/notebooks/.
 """
-from . import ops, plots, machine
+from . import ops, plots, machine, onnx
 from ._ext import _pto
 from .custom import CustomOp, custom_op
 from .debug import Profile, check_numerics, debug_print, memory_limit, profile
-from .errors import (CompileError, DefinitionError, DeviceMemoryError, DTypeError, KernelError, PtoError,
-                     ScheduleError, ShapeError, SymbolicSizeError, TargetError)
+from .errors import (CompileError, DefinitionError, DeviceMemoryError, DTypeError, KernelError, ModelImportError,
+                     PtoError, ScheduleError, ShapeError, SymbolicSizeError, TargetError)
 from .export import ExportedLibrary, LoadedLibrary
 from .kernel import KernelFunction, Timing, kernel
 from .pipeline import Pipeline, pipeline
@@ -50,10 +50,10 @@ def softmax(x: Tensor, axis: int = -1) -> Tensor:
 
 __all__ = [
     "kernel", "KernelFunction", "Tensor", "TensorSpec", "Schedule", "StageSchedule", "Timing", "TuneResult",
-    "ops", "plots", "machine", "mixed_precision", "profile", "Profile", "check_numerics", "debug_print",
+    "ops", "plots", "machine", "onnx", "mixed_precision", "profile", "Profile", "check_numerics", "debug_print",
     "memory_limit", "custom_op", "CustomOp", "pipeline", "Pipeline", "ExportedLibrary", "LoadedLibrary",
     "PtoError", "ShapeError", "SymbolicSizeError", "DTypeError", "DefinitionError", "ScheduleError",
-    "TargetError", "CompileError", "KernelError", "DeviceMemoryError", "broadcast_shapes", "exp", "log", "sqrt", "tanh",
+    "TargetError", "ModelImportError", "CompileError", "KernelError", "DeviceMemoryError", "broadcast_shapes", "exp", "log", "sqrt", "tanh",
     "sin", "cos", "erf", "floor", "ceil", "sigmoid", "where", "maximum", "minimum", "matmul", "transpose",
     "concatenate", "take", "relu", "softmax", "targets", "target_info",
 ]

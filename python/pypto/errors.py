@@ -16,9 +16,10 @@ DTypeError = _pto.DTypeError          # TypeError
 DefinitionError = _pto.DefinitionError  # ValueError
 ScheduleError = _pto.ScheduleError    # ValueError
 TargetError = _pto.TargetError        # ValueError
+ModelImportError = _pto.ModelImportError  # ValueError: a model file pypto.onnx cannot import
 CompileError = _pto.CompileError      # RuntimeError
 KernelError = _pto.KernelError        # RuntimeError
 DeviceMemoryError = _pto.DeviceMemoryError  # KernelError, MemoryError
 
 __all__ = ["PtoError", "ShapeError", "SymbolicSizeError", "DTypeError", "DefinitionError", "ScheduleError", "TargetError",
-           "CompileError", "KernelError", "DeviceMemoryError"]
+           "ModelImportError", "CompileError", "KernelError", "DeviceMemoryError"]

@@ -12,6 +12,7 @@ void bind_schedules(pybind11::module_& m);
 void bind_backends(pybind11::module_& m);
 void bind_tuner(pybind11::module_& m);
 void bind_debug(pybind11::module_& m);
+void bind_frontends(pybind11::module_& m);
 
 // Shapes cross the boundary as lists of int (static) or str (symbolic) dims.
 Shape shape_from_py(const pybind11::sequence& s);

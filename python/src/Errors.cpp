@@ -40,6 +40,8 @@ ErrorClass* table(size_t& n) {
        "Malformed definition: unknown tensor or operator, bad attribute."},
       {"ScheduleError", is<ScheduleError>, nullptr, PyExc_ValueError, "Invalid schedule."},
       {"TargetError", is<TargetError>, nullptr, PyExc_ValueError, "Unknown or unsupported target."},
+      {"ModelImportError", is<ImportError>, nullptr, PyExc_ValueError,
+       "A model that cannot be imported: malformed file, unsupported operator, attribute or type."},
       {"CompileError", is<CompileError>, nullptr, PyExc_RuntimeError, "Code generation failed."},
       {"KernelError", is<RuntimeError>, nullptr, PyExc_RuntimeError,
        "A compiled kernel failed while running."},

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_pto, m) {
   pto::py::bind_backends(m);
   pto::py::bind_tuner(m);
   pto::py::bind_debug(m);
+  pto::py::bind_frontends(m);
 }

@@ -500,6 +500,7 @@ bool transcendental(const Stage& st) {
         case UnOp::Trunc:
         case UnOp::IsNan:
         case UnOp::IsInf:
+        case UnOp::BitNot:
         case UnOp::Sqrt:
           break;
         default:

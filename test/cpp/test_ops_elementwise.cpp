@@ -174,6 +174,19 @@ TEST_CASE("binary and ternary operators broadcast like numpy", "[ops][binary]") 
        f2([](double a, double b) { return std::copysign(a, b); }),
        0,
        0},
+      // Bitwise operators on integers: exact.
+      // clang-format off
+      {"bitwise_and", {}, {{A, DType::I32, -99, 99, true}, {B, DType::I32, -99, 99, true}},
+       f2([](double a, double b) { return static_cast<double>(int64_t(a) & int64_t(b)); }), 0, 0},
+      {"bitwise_or", {}, {{A, DType::I64, -99, 99, true}, {B, DType::I64, -99, 99, true}},
+       f2([](double a, double b) { return static_cast<double>(int64_t(a) | int64_t(b)); }), 0, 0},
+      {"bitwise_xor", {}, {{A, DType::U8, 0, 255, true}, {B, DType::U8, 0, 255, true}},
+       f2([](double a, double b) { return static_cast<double>(int64_t(a) ^ int64_t(b)); }), 0, 0},
+      {"left_shift", {}, {{A, DType::I32, -99, 99, true}, {B, DType::I32, 0, 7, true}},
+       f2([](double a, double b) { return a * std::ldexp(1.0, int(b)); }), 0, 0},
+      {"right_shift", {}, {{A, DType::I32, -99, 99, true}, {B, DType::I32, 0, 7, true}},
+       f2([](double a, double b) { return std::floor(a / std::ldexp(1.0, int(b))); }), 0, 0},
+      // clang-format on
       {"squared_difference",
        {},
        {{A}, {B}},

@@ -88,6 +88,12 @@ TEST_CASE("every operator table row has a schema and a builder that runs on smal
   const std::map<std::string, Call> special = {
       {"batch_norm", {{f4, {{3}}, {{3}}, {{3}}, {{3}, DType::F32, 0.5, 1}}}},
       {"broadcast_to", {{{{3, 1}}}, {{"shape", {2, 3, 4}}}}},
+      {"bitwise_and", {{{{2, 3}, DType::I32, -9, 9, true}, {{3}, DType::I32, -9, 9, true}}}},
+      {"bitwise_or", {{{{2, 3}, DType::I32, -9, 9, true}, {{3}, DType::I32, -9, 9, true}}}},
+      {"bitwise_xor", {{{{2, 3}, DType::I32, -9, 9, true}, {{3}, DType::I32, -9, 9, true}}}},
+      {"bitwise_not", {{{{2, 3}, DType::I32, -9, 9, true}}}},
+      {"left_shift", {{{{2, 3}, DType::I32, -9, 9, true}, {{3}, DType::I32, 0, 3, true}}}},
+      {"right_shift", {{{{2, 3}, DType::I32, -9, 9, true}, {{3}, DType::I32, 0, 3, true}}}},
       {"cast", {{f4}, {{"dtype", "f16"}}}},
       {"conv1d", {{{{1, 2, 5}}, {{3, 2, 2}}}}},
       {"conv2d", {{f4, {{2, 3, 3, 3}}}}},

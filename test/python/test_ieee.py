@@ -54,7 +54,7 @@ UNARY = {
     "hard_swish": lambda x: x * np.clip(x / np.float32(6) + np.float32(0.5), 0, 1).astype(np.float32),
 }
 # Operators with more inputs or required attributes (tested in BINARY or below).
-UNARY_NOT_HERE = {"cast", "clip", "prelu", "where"}
+UNARY_NOT_HERE = {"cast", "clip", "prelu", "where", "bitwise_not"}  # bitwise_not: integers
 
 BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "maximum": np.maximum,
@@ -94,7 +94,9 @@ def _kernel(f, n):
 
 def test_every_unary_operator_is_covered():
     unary = {n for n, kind, _ in pypto.ops.registry() if kind == "elementwise"} - set(BINARY)
-    unary -= {"logical_and", "logical_or", "logical_xor"}  # bool operands: no special values
+    # Bool or integer operands: no special values.
+    unary -= {"logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+              "right_shift"}
     missing = unary - set(UNARY) - UNARY_NOT_HERE
     assert not missing, f"elementwise operators without a special-value test: {sorted(missing)}"
 
@@ -155,6 +157,19 @@ def test_the_simplifier_keeps_the_sign_of_zero():
     want = (x + np.float32(0), np.float32(0) - x, x * np.float32(0.5), -(x * x), x - np.float32(0))
     for i, (g, w) in enumerate(zip(f(x), want)):
         assert_ieee_equal(g, w, f"composition {i}", [x])
+
+
+def test_compares_with_an_infinite_literal_match_numpy():
+    # LLVM's no-infs flag folds x == inf to false; such compares go by bits.
+    x = np.array([1.0, np.inf, -np.inf, np.nan, -0.0, 3e38], np.float32)
+
+    @pypto.kernel(dynamic=False)
+    def f(x):
+        inf = float("inf")
+        return (x == inf), (x < inf), (x <= -inf), (x > -inf), (x != inf), (x >= inf)
+    want = (x == np.inf, x < np.inf, x <= -np.inf, x > -np.inf, x != np.inf, x >= np.inf)
+    for i, (g, w) in enumerate(zip(f(x), want)):
+        assert np.array_equal(np.asarray(g), w), (i, g, w)
 
 
 def test_fast_math_is_the_explicit_way_to_drop_the_guards():

@@ -25,6 +25,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
 
 #include "autotuner/Compare.h"
 #include "autotuner/TrialBuffers.h"
@@ -43,6 +44,7 @@
 #include "dsl/ProgramJson.h"
 #include "dsl/Workloads.h"
 #include "dsl/ops/Ops.h"
+#include "frontends/onnx/Import.h"
 #include "schedules/Explain.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
@@ -278,6 +280,50 @@ int cmd_tune(TuneArgs& a) {
 
 }  // namespace
 
+// `pto import`: an ONNX model's program, inputs, outputs and weights.
+int cmd_import(const std::string& path, const std::string& out,
+               const std::vector<std::string>& shapes, bool list_ops) {
+  if (list_ops) {
+    for (const auto& op : onnx::supported_operators()) std::printf("%s\n", op.c_str());
+    return 0;
+  }
+  if (path.empty()) throw Error("pto import: give a model file (or --ops)");
+  onnx::ImportOptions o;
+  for (const auto& s : shapes) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos)
+      throw Error("pto import: --shape '" + s + "' is not NAME=D0,D1,...");
+    std::vector<int64_t> dims;
+    std::stringstream ss(s.substr(eq + 1));
+    for (std::string d; std::getline(ss, d, ',');) {
+      try {
+        dims.push_back(std::stoll(d));
+      } catch (const std::exception&) {
+        throw Error("pto import: --shape '" + s + "': '" + d + "' is not a number");
+      }
+    }
+    o.input_shapes[s.substr(0, eq)] = dims;
+  }
+  const onnx::ImportedModel m = onnx::import_onnx_file(path, o);
+  int64_t weight_bytes = 0;
+  for (const auto& w : m.weights) weight_bytes += w.value.numel() * bytes(w.value.dtype);
+  std::printf("%s: opset %lld, %zu stages, %zu weights (%.1f MB), %lld nodes folded at import\n",
+              path.c_str(), static_cast<long long>(m.opset), m.program.stages().size(),
+              m.weights.size(), weight_bytes / 1e6, static_cast<long long>(m.folded_nodes));
+  for (size_t i = 0; i < m.inputs.size(); ++i)
+    std::printf("input  %s -> %s\n", m.input_names[i].c_str(), m.inputs[i].c_str());
+  for (size_t i = 0; i < m.outputs.size(); ++i)
+    std::printf("output %s <- %s\n", m.output_names[i].c_str(), m.outputs[i].c_str());
+  if (out.empty()) {
+    std::cout << m.program.str();
+  } else {
+    std::ofstream f(out);
+    if (!f) throw Error("pto import: cannot write '" + out + "'");
+    f << program_to_json_string(m.program, 2) << "\n";
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"PTO: tensor compute definitions, schedules as data, autotuning and generators"};
   app.require_subcommand(1);
@@ -288,6 +334,18 @@ int main(int argc, char** argv) {
   std::string target_name = "host";
   auto* target_cmd = app.add_subcommand("target", "print a target's hardware model (cores, vector registers, caches)");
   target_cmd->add_option("name", target_name, "target name (default: host, detected on this machine)");
+
+  std::string import_path, import_out;
+  std::vector<std::string> import_shapes;
+  bool import_ops = false;
+  auto* imp = app.add_subcommand(
+      "import", "import an ONNX model: print its program (or write its JSON with -o)");
+  imp->add_option("model", import_path, "the .onnx file");
+  imp->add_option("-o,--output", import_out,
+                  "write the program JSON here (its weights are program inputs)");
+  imp->add_option("--shape", import_shapes,
+                  "an input's shape, NAME=D0,D1,... (for dims the model leaves symbolic)");
+  imp->add_flag("--ops", import_ops, "list the ONNX operator types the importer converts");
 
   Common show_c;
   bool show_json = false;
@@ -412,6 +470,8 @@ int main(int argc, char** argv) {
         for (const auto& [k, v] : w.defaults) sizes += (sizes.empty() ? "" : " ") + k + "=" + std::to_string(v);
         std::printf("%-20s %s  [%s]\n", w.name.c_str(), w.summary.c_str(), sizes.c_str());
       }
+    } else if (app.got_subcommand("import")) {
+      return cmd_import(import_path, import_out, import_shapes, import_ops);
     } else if (app.got_subcommand("show")) {
       const Program p = load_program(show_c.program, parse_sizes(show_c.sets));
       std::cout << (show_json ? program_to_json_string(p, 2) + "\n" : p.str());
