@@ -5,7 +5,7 @@
 // absurd-size model is an ImportError naming the node, never a crash or an
 // unbounded allocation), walks its graph in order and builds each node with
 // the operator library (ops::call) through the converters of
-// frontends/onnx/Converters.h. Nodes whose inputs are all constants
+// frontends/onnx/Converter.h. Nodes whose inputs are all constants
 // (initializers, Constant nodes, shapes of static tensors) are evaluated at
 // import by the float64 interpreter, so the shape arithmetic exporters emit
 // (Shape -> Gather -> Concat -> Reshape) and weights built by
