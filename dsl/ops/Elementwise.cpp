@@ -7,6 +7,8 @@
 // numpy's divmod (npy_divmod, from fmod) and `fmod` is C fmod (sign of the
 // dividend), special values included.
 
+#include <cmath>
+
 #include "dsl/ops/Ops.h"
 
 namespace pto::ops {
@@ -74,6 +76,38 @@ Expr floor_divide(const Expr& a0, const Expr& b0) {
   return select(b < make_const(0, b.type()) && r != make_const(0, r.type()), q - make_const(1, q.type()), q);
 }
 
+// sqrt(a^2 + b^2) without overflow: the larger magnitude times sqrt(1 + r^2);
+// an infinite operand gives +Inf even against NaN (C and numpy).
+Expr hypot(const Expr& a0, const Expr& b0) {
+  auto [a, b] = promoted(fl(a0), fl(b0));
+  const Expr x = unary(UnOp::Abs, a), y = unary(UnOp::Abs, b);
+  const Expr hi = max(x, y), lo = min(x, y);
+  const Expr r = lo / hi;
+  const Expr h = select(hi == k(0, hi), hi, hi * unary(UnOp::Sqrt, k(1, r) + r * r));
+  return select(unary(UnOp::IsInf, a) || unary(UnOp::IsInf, b), k(INFINITY, h), h);
+}
+
+// log(e^a + e^b) (base 2 for logaddexp2) as max + log1p(e^-|a - b|); equal
+// operands (the infinities included) give max + log(2).
+Expr logaddexp(const Expr& a0, const Expr& b0, bool base2) {
+  auto [a, b] = promoted(fl(a0), fl(b0));
+  const Expr m = max(a, b);
+  const Expr d = -unary(UnOp::Abs, a - b);
+  const Expr t = unary(UnOp::Exp, base2 ? d * k(M_LN2, d) : d);  // in (0, 1]
+  const Expr u = k(1, t) + t;
+  const Expr l1p = select(u == k(1, t), t, unary(UnOp::Log, u) * t / (u - k(1, t)));  // log1p(t)
+  const Expr tail = base2 ? l1p * k(1 / M_LN2, l1p) : l1p;
+  return select(a == b, a + k(base2 ? 1.0 : M_LN2, a), m + tail);
+}
+
+// numpy's fmax / fmin: a NaN operand gives the other one.
+Expr fmax_fmin(const Expr& a0, const Expr& b0, bool is_max) {
+  auto [a, b] = promoted(a0, b0);
+  const Expr m = is_max ? max(a, b) : min(a, b);
+  if (!is_float(a.type())) return m;
+  return select(unary(UnOp::IsNan, a), b, select(unary(UnOp::IsNan, b), a, m));
+}
+
 using Fn = std::function<Expr(const Expr&, const Expr&)>;
 struct Binary {
   const char* name;
@@ -113,6 +147,26 @@ const std::vector<Binary>& binaries() {
        [](const Expr& a, const Expr& b) { return (a - b) * (a - b); }},
       {"prelu", "x if x >= 0 else slope x (slope broadcast)",
        [](const Expr& x, const Expr& s) { return select(x < make_const(0, x.type()), x * s, x); }},
+      {"hypot", "sqrt(a^2 + b^2) without overflow", hypot},
+      {"logaddexp", "log(e^a + e^b) without overflow",
+       [](const Expr& a, const Expr& b) { return logaddexp(a, b, false); }},
+      {"logaddexp2", "log2(2^a + 2^b) without overflow",
+       [](const Expr& a, const Expr& b) { return logaddexp(a, b, true); }},
+      {"xlogy", "x log(y), 0 where x == 0 and y is not NaN",
+       [](const Expr& x0, const Expr& y0) {
+         auto [x, y] = promoted(fl(x0), fl(y0));
+         return select(x == k(0, x) && !unary(UnOp::IsNan, y), k(0, x), x * unary(UnOp::Log, y));
+       }},
+      {"heaviside", "0 for x < 0, h at 0, 1 for x > 0 (NaN stays NaN)",
+       [](const Expr& x0, const Expr& h0) {
+         auto [x, h] = promoted(x0, h0);
+         const Expr s = select(x < k(0, x), k(0, x), select(x > k(0, x), k(1, x), h));
+         return is_float(x.type()) ? select(unary(UnOp::IsNan, x), x, s) : s;
+       }},
+      {"fmax", "max ignoring a NaN operand (numpy fmax)",
+       [](const Expr& a, const Expr& b) { return fmax_fmin(a, b, true); }},
+      {"fmin", "min ignoring a NaN operand (numpy fmin)",
+       [](const Expr& a, const Expr& b) { return fmax_fmin(a, b, false); }},
       {"equal", "a == b (bool)", [](const Expr& a, const Expr& b) { return a == b; }},
       {"not_equal", "a != b (bool)", [](const Expr& a, const Expr& b) { return a != b; }},
       {"less", "a < b (bool)", [](const Expr& a, const Expr& b) { return a < b; }},
@@ -138,6 +192,25 @@ std::vector<OpInfo> elementwise_ops() {
                  }});
   r.push_back({"where", OpKind::Elementwise, "cond ? a : b with three-way broadcasting", 3, 3, {},
                [](const std::vector<Tensor>& in, const Attrs&, const std::string& n) { return where(in[0], in[1], in[2], n); }});
+  // a + w (b - a), from the nearer end so that w = 1 gives b exactly (PyTorch's lerp).
+  r.push_back({"lerp",
+               OpKind::Elementwise,
+               "a + w (b - a), exact at w = 0 and 1 (a, b, w)",
+               3,
+               3,
+               {},
+               [](const std::vector<Tensor>& in, const Attrs&, const std::string& n) {
+                 return map(
+                     "lerp", in,
+                     [](const std::vector<Expr>& x) {
+                       const DType t =
+                           promote(promote(fl(x[0]).type(), fl(x[1]).type()), fl(x[2]).type());
+                       const Expr a = cast(t, x[0]), b = cast(t, x[1]), w = cast(t, x[2]);
+                       return select(w < make_const(0.5, t), a + w * (b - a),
+                                     b - (b - a) * (make_const(1, t) - w));
+                     },
+                     n);
+               }});
   return r;
 }
 

@@ -51,7 +51,9 @@ OpInfo reduction(const std::string& name, const std::string& summary,
 
 std::vector<OpInfo> rows() {
   std::vector<OpInfo> t = unary_ops();
-  for (OpInfo& o : elementwise_ops()) t.push_back(std::move(o));
+  for (auto family : {elementwise_ops, loss_ops, sort_ops, indexing_ops, rearrange_ops,
+                      neural_net_ops, resize_ops, quantize_ops})
+    for (OpInfo& o : family()) t.push_back(std::move(o));
   auto add = [&](OpInfo o) { t.push_back(std::move(o)); };
   add({"cast", OpKind::Elementwise, "convert to dtype (dtype): f64 f32 f16 bf16 i8 i32 i64 bool ...", 1, 1,
        {{"dtype", AttrType::DType, nullptr, true}},
@@ -247,6 +249,8 @@ bool has_type(const json& v, AttrType t) {
     case AttrType::String:
     case AttrType::DType: return v.is_string();
     case AttrType::Ints: return all([](const json& e) { return e.is_number_integer(); });
+    case AttrType::Floats:
+      return all([](const json& e) { return e.is_number(); });
     case AttrType::Shape: return all([](const json& e) { return e.is_number_integer() || e.is_string(); });
   }
   return false;
@@ -267,6 +271,8 @@ std::string_view to_string(AttrType t) {
     case AttrType::Bool: return "true or false";
     case AttrType::String: return "a string";
     case AttrType::Ints: return "a list of integers";
+    case AttrType::Floats:
+      return "a list of numbers";
     case AttrType::Shape: return "a list of sizes and symbol names";
     case AttrType::DType: return "a dtype name";
   }

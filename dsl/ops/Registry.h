@@ -8,9 +8,10 @@
 // operator, the attribute and the valid ones, and a builder reads only checked
 // values with their defaults filled in.
 //
-// Rows live with their family where a family is itself a table of formulas
-// (unary_ops() in Unary.cpp, elementwise_ops() in Elementwise.cpp); every other
-// row is in Registry.cpp. A new operator is one new row.
+// Rows live with their family where a family is itself a table (unary_ops()
+// in Unary.cpp, elementwise_ops() in Elementwise.cpp, and the families below);
+// the first version's other rows are in Registry.cpp. A new operator is one
+// new row.
 #pragma once
 
 #include <array>
@@ -31,6 +32,7 @@ enum class AttrType {
   Bool,    // true or false
   String,  // text
   Ints,    // a list of integers
+  Floats,  // a list of numbers
   Shape,   // a list of sizes and symbol names
   DType,   // a dtype name (f32, bf16, i64, ...)
 };
@@ -100,6 +102,13 @@ Tensor call(const std::string& op, const std::vector<Tensor>& inputs,
 
 // The rows of the families that are tables of formulas.
 std::vector<OpInfo> unary_ops();        // Unary.cpp
-std::vector<OpInfo> elementwise_ops();  // Elementwise.cpp: binary operators and where
+std::vector<OpInfo> elementwise_ops();  // Elementwise.cpp: binary operators, where, lerp
+std::vector<OpInfo> loss_ops();         // Loss.cpp
+std::vector<OpInfo> sort_ops();         // Sort.cpp: sort, argsort, topk
+std::vector<OpInfo> indexing_ops();     // Indexing.cpp: gather_nd, scatter_nd
+std::vector<OpInfo> rearrange_ops();    // Rearrange.cpp: depth_to_space, reverse_sequence, ...
+std::vector<OpInfo> neural_net_ops();   // NeuralNet.cpp: hardmax, lrn, lp_pool, gemm, glu, ...
+std::vector<OpInfo> resize_ops();       // Resize.cpp
+std::vector<OpInfo> quantize_ops();     // Quantize.cpp: quantize_linear, dequantize_linear
 
 }  // namespace pto::ops

@@ -167,6 +167,110 @@ std::vector<OpInfo> unary_ops() {
         k(0.5, a) * a * (k(1, a) + unary(UnOp::Tanh, k(c, a) * (a + k(0.044715, a) * a * a * a))),
         a);
   }));
+  // Shrinkage and smooth-step activations (ONNX Shrink / ThresholdedRelu, PyTorch's shrinks).
+  r.push_back(row("shrink", "x + bias below -lambd, x - bias above lambd, else 0 (lambd, bias)",
+                  [](const Expr& x, A a) {
+                    const double l = a.get<double>("lambd"), b = a.get<double>("bias");
+                    return select(x < k(-l, x), x + k(b, x),
+                                  select(x > k(l, x), x - k(b, x), k(0, x)));
+                  },
+                  {number("lambd", 0.5), number("bias", 0.0)}));
+  r.push_back(row("soft_shrink", "x - lambd above lambd, x + lambd below -lambd, else 0 (lambd)",
+                  [](const Expr& x0, A a) {
+                    const Expr x = fl(x0);
+                    const double l = a.get<double>("lambd");
+                    return select(x > k(l, x), x - k(l, x),
+                                  select(x < k(-l, x), x + k(l, x), k(0, x)));
+                  },
+                  {number("lambd", 0.5)}));
+  r.push_back(row("hard_shrink", "x where |x| > lambd, else 0 (lambd)",
+                  [](const Expr& x, A a) {
+                    return select(unary(UnOp::Abs, x) > k(a.get<double>("lambd"), x), x, k(0, x));
+                  },
+                  {number("lambd", 0.5)}));
+  r.push_back(row("tanh_shrink", "x - tanh(x)", [](const Expr& x0, A) {
+    const Expr x = fl(x0);
+    return x - unary(UnOp::Tanh, x);
+  }));
+  r.push_back(
+      row("thresholded_relu", "x where x > alpha, else 0 (alpha)",
+          [](const Expr& x, A a) { return select(x > k(a.get<double>("alpha"), x), x, k(0, x)); },
+          {number("alpha", 1.0)}));
+  r.push_back(row("log_sigmoid", "log(sigmoid(x)) = -softplus(-x)", [](const Expr& x0, A) {
+    const Expr x = fl(x0);
+    return -softplus_expr(-x);
+  }));
+  r.push_back(row("swish", "x sigmoid(alpha x) (alpha; silu is alpha = 1)",
+                  [](const Expr& x0, A a) {
+                    const Expr x = fl(x0);
+                    return x * sigmoid_expr(k(a.get<double>("alpha"), x) * x);
+                  },
+                  {number("alpha", 1.0)}));
+  r.push_back(row("quick_gelu", "x sigmoid(1.702 x) (CLIP's gelu)", [](const Expr& x0, A) {
+    const Expr x = fl(x0);
+    return x * sigmoid_expr(k(1.702, x) * x);
+  }));
+  // Math functions numpy / C have that are not one IR function.
+  r.push_back(row("exp2", "2^x", [](const Expr& x0, A) {
+    const Expr x = fl(x0);
+    return unary(UnOp::Exp, x * k(M_LN2, x));
+  }));
+  r.push_back(row("cbrt", "cube root (negative for negative x)", [](const Expr& x0, A) {
+    const Expr x = fl(x0);
+    return copysign(pto::pow(unary(UnOp::Abs, x), k(1.0 / 3.0, x)), x);
+  }));
+  r.push_back(row("erfc", "1 - erf(x), accurate in the tail", [](const Expr& x0, A) {
+    // Chebyshev fit of erfc (Numerical Recipes' erfcc, relative error < 1.2e-7
+    // everywhere): 1 - erf(x) would cancel to 0 in f32 for x > ~4.
+    const Expr x = fl(x0);
+    const Expr z = unary(UnOp::Abs, x);
+    const Expr t = k(1, x) / (k(1, x) + k(0.5, x) * z);
+    const double c[] = {-1.26551223, 1.00002368,  0.37409196, 0.09678418,  -0.18628806,
+                        0.27886807,  -1.13520398, 1.48851587, -0.82215223, 0.17087277};
+    Expr poly = k(c[9], x);
+    for (int i = 8; i >= 0; --i) poly = k(c[i], x) + t * poly;
+    const Expr tail = t * unary(UnOp::Exp, -z * z + poly);
+    return select(x >= k(0, x), tail, k(2, x) - tail);
+  }));
+  r.push_back(row("logit", "log(x / (1 - x)), x clamped to [eps, 1 - eps] when eps is given (eps)",
+                  [](const Expr& x0, A a) {
+                    Expr x = fl(x0);
+                    if (const auto eps = a.opt_number("eps"))
+                      x = max(k(*eps, x), min(k(1 - *eps, x), x));
+                    return unary(UnOp::Log, x / (k(1, x) - x));
+                  },
+                  {{"eps", AttrType::Float}}));
+  r.push_back(row("sinc", "sin(pi x) / (pi x), 1 at 0 (numpy sinc)", [](const Expr& x0, A) {
+    const Expr x = fl(x0);
+    const Expr y = k(M_PI, x) * select(x == k(0, x), k(1e-20, x), x);
+    return unary(UnOp::Sin, y) / y;
+  }));
+  r.push_back(
+      row("deg2rad", "x pi / 180", [](const Expr& x, A) { return fl(x) * k(M_PI / 180, fl(x)); }));
+  r.push_back(
+      row("rad2deg", "x 180 / pi", [](const Expr& x, A) { return fl(x) * k(180 / M_PI, fl(x)); }));
+  r.push_back(
+      row("nan_to_num",
+          "NaN -> nan, +Inf -> posinf, -Inf -> neginf (defaults: 0, the type's largest and lowest)",
+          [](const Expr& x, A a) {
+            if (!is_float(x.type())) return x;
+            const double big = x.type() == DType::F64    ? std::numeric_limits<double>::max()
+                               : x.type() == DType::F16  ? 65504.0
+                               : x.type() == DType::BF16 ? 3.38953139e38
+                                                         : std::numeric_limits<float>::max();
+            const Expr pos = k(a.opt_number("posinf").value_or(big), x),
+                       neg = k(a.opt_number("neginf").value_or(-big), x);
+            return select(unary(UnOp::IsNan, x), k(a.get<double>("nan"), x),
+                          select(unary(UnOp::IsInf, x), select(x > k(0, x), pos, neg), x));
+          },
+          {number("nan", 0.0), {"posinf", AttrType::Float}, {"neginf", AttrType::Float}}));
+  r.push_back(
+      row("signbit", "the sign bit is set (bool; -0.0 and -NaN included)", [](const Expr& x, A) {
+        return is_float(x.type()) ? copysign(k(1, x), x) < k(0, x) : x < k(0, x);
+      }));
+  r.push_back(row("isfinite", "x is neither NaN nor +-inf (bool)", [](const Expr& x, A) {
+    return is_float(x.type()) ? !unary(UnOp::IsNan, x) && !unary(UnOp::IsInf, x) : x == x;
+  }));
   return r;
 }
 

@@ -52,9 +52,22 @@ UNARY = {
     "mish": _f64(lambda x: x * np.tanh(np.logaddexp(0, x))),
     "hard_sigmoid": lambda x: np.clip(np.float32(0.2) * x + np.float32(0.5), 0, 1).astype(np.float32),
     "hard_swish": lambda x: x * np.clip(x / np.float32(6) + np.float32(0.5), 0, 1).astype(np.float32),
+    "shrink": lambda x: np.where(x < -0.5, x, np.where(x > 0.5, x, np.float32(0))),
+    "soft_shrink": lambda x: np.where(x > 0.5, x - np.float32(0.5), np.where(x < -0.5, x + np.float32(0.5), np.float32(0))),
+    "hard_shrink": lambda x: np.where(np.abs(x) > 0.5, x, np.float32(0)),
+    "tanh_shrink": lambda x: x - np.tanh(x),
+    "thresholded_relu": lambda x: np.where(x > 1, x, np.float32(0)),
+    "log_sigmoid": lambda x: -np.logaddexp(np.float32(0), -x),
+    "swish": lambda x: x * _sig(x),
+    "quick_gelu": lambda x: x * _sig(np.float32(1.702) * x),
+    "exp2": np.exp2, "cbrt": np.cbrt, "erfc": _f64(np.vectorize(math.erfc, otypes=[np.float64])),
+    "logit": lambda x: np.log(x / (np.float32(1) - x)),
+    "sinc": _f64(np.sinc), "deg2rad": np.deg2rad, "rad2deg": np.rad2deg,
+    "nan_to_num": np.nan_to_num, "signbit": np.signbit, "isfinite": np.isfinite,
 }
 # Operators with more inputs or required attributes (tested in BINARY or below).
-UNARY_NOT_HERE = {"cast", "clip", "prelu", "where", "bitwise_not"}  # bitwise_not: integers
+UNARY_NOT_HERE = {"cast", "clip", "prelu", "where", "bitwise_not", "lerp", "glu", "quantize_linear",
+                  "dequantize_linear"}  # bitwise_not: integers; quantization: a scale input
 
 BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "maximum": np.maximum,
@@ -62,6 +75,9 @@ BINARY = {
     "floor_divide": np.floor_divide, "equal": np.equal, "not_equal": np.not_equal, "less": np.less,
     "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
     "squared_difference": lambda a, b: (a - b) ** 2, "copysign": np.copysign,
+    "hypot": np.hypot, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2, "fmax": np.fmax, "fmin": np.fmin,
+    "heaviside": np.heaviside,
+    "xlogy": lambda x, y: np.where((x == 0) & ~np.isnan(y), np.float32(0), x * np.log(y)),
 }
 
 
