@@ -214,6 +214,28 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     bool causal = false, std::optional<double> scale = {},
                                     const std::string& name = "");
 
+// ---- recurrent layers (Recurrent.cpp) ----------------------------------------------
+// ONNX RNN / GRU / LSTM over x [seq, batch, features]; w [dirs, gates * hidden,
+// features], r [dirs, gates * hidden, hidden], b [dirs, 2 * gates * hidden],
+// initial states [dirs, batch, hidden], peepholes p [dirs, 3 * hidden]
+// (lstm), sequence_lens [batch]; undefined tensors are absent inputs.
+struct RecurrentInputs {
+  Tensor x, w, r, b, seq_lens, h0, c0, p;
+};
+struct RecurrentParams {
+  std::string kind;                      // rnn, gru, lstm
+  std::string direction = "forward";     // forward, reverse, bidirectional
+  std::vector<std::string> activations;  // lower case; empty: ONNX's defaults
+  double clip = 0;                       // > 0: pre-activations clamped to [-clip, clip]
+  bool linear_before_reset = false;      // gru
+};
+struct RecurrentResult {
+  Tensor y;     // [seq, dirs, batch, hidden]
+  Tensor h, c;  // the last states [dirs, batch, hidden] (c: lstm)
+};
+RecurrentResult recurrent(const RecurrentInputs& in, const RecurrentParams& p,
+                          const std::string& name = "");
+
 // ---- data movement (DataMovement.cpp) ---------------------------------------------
 Tensor identity(const Tensor& x, const std::string& name = "");
 // perm empty = reverse the dims (numpy).

@@ -110,5 +110,6 @@ std::vector<OpInfo> rearrange_ops();    // Rearrange.cpp: depth_to_space, revers
 std::vector<OpInfo> neural_net_ops();   // NeuralNet.cpp: hardmax, lrn, lp_pool, gemm, glu, ...
 std::vector<OpInfo> resize_ops();       // Resize.cpp
 std::vector<OpInfo> quantize_ops();     // Quantize.cpp: quantize_linear, dequantize_linear
+std::vector<OpInfo> recurrent_ops();    // Recurrent.cpp: rnn, gru, lstm
 
 }  // namespace pto::ops

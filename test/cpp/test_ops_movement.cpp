@@ -143,6 +143,9 @@ TEST_CASE("every operator table row has a schema and a builder that runs on smal
       {"lp_pool2d", {{f4}, {{"kernel", {2, 2}}}}},
       {"lp_pool3d", {{{{1, 2, 4, 4, 4}}}, {{"kernel", {2, 2, 2}}}}},
       {"gemm", {{{{2, 3}}, {{3, 4}}, {{4}}}}},
+      {"rnn", {{{{3, 2, 4}}, {{1, 5, 4}}, {{1, 5, 5}}}}},
+      {"gru", {{{{3, 2, 4}}, {{1, 15, 4}}, {{1, 15, 5}}}}},
+      {"lstm", {{{{3, 2, 4}}, {{1, 20, 4}}, {{1, 20, 5}}}}},
   };
   const auto& reg = ops::registry();
   CHECK(reg.size() >= 100);

@@ -688,3 +688,124 @@ TEST_CASE("the new families reject bad input with the operator, value and what i
   CHECK_THROWS_WITH(ops::call("huber_loss", {x, x}, {{"delta", 0.0}}),
                     Contains("huber_loss: delta 0.000000 must be > 0"));
 }
+
+namespace {
+double sigmoid_ref(double x) {
+  return 1 / (1 + std::exp(-x));
+}
+
+// ONNX's RNN / GRU / LSTM equations in float64, step by step: x [T, B, I],
+// w [D, G H, I], r [D, G H, H], b [D, 2 G H]; returns y [T, D, B, H].
+HostTensor recurrent_ref(const std::string& kind, const V& v, int64_t dirs, bool lbr = false) {
+  const HostTensor &x = v[0], &w = v[1], &r = v[2];
+  const bool has_b = v.size() > 3;
+  const int64_t T = x.shape[0], B = x.shape[1], I = x.shape[2];
+  const int64_t G = kind == "rnn" ? 1 : kind == "gru" ? 3 : 4, H = w.shape[1] / G;
+  HostTensor y{{T, dirs, B, H}, std::vector<double>(static_cast<size_t>(T * dirs * B * H), 0.0)};
+  for (int64_t d = 0; d < dirs; ++d) {
+    std::vector<double> h(static_cast<size_t>(B * H), 0.0), c = h;
+    auto xw = [&](int64_t t, int64_t b, int64_t g) {
+      double s = has_b ? at(v[3], {d, g}) : 0;
+      for (int64_t i = 0; i < I; ++i) s += at(x, {t, b, i}) * at(w, {d, g, i});
+      return s;
+    };
+    auto hr = [&](const std::vector<double>& hh, int64_t b, int64_t g) {
+      double s = has_b ? at(v[3], {d, G * H + g}) : 0;
+      for (int64_t k = 0; k < H; ++k) s += hh[static_cast<size_t>(b * H + k)] * at(r, {d, g, k});
+      return s;
+    };
+    for (int64_t s = 0; s < T; ++s) {
+      const int64_t t = d == 1 || dirs == 0 ? T - 1 - s : s;
+      std::vector<double> hn = h, cn = c;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < H; ++j) {
+          const size_t e = static_cast<size_t>(b * H + j);
+          if (kind == "rnn") {
+            hn[e] = std::tanh(xw(t, b, j) + hr(h, b, j));
+          } else if (kind == "gru") {
+            const double z = sigmoid_ref(xw(t, b, j) + hr(h, b, j));
+            const double rg = sigmoid_ref(xw(t, b, H + j) + hr(h, b, H + j));
+            double cand;
+            if (lbr) {
+              cand = std::tanh(xw(t, b, 2 * H + j) + rg * hr(h, b, 2 * H + j));
+            } else {
+              std::vector<double> rh(static_cast<size_t>(B * H));
+              for (int64_t k = 0; k < H; ++k)
+                rh[static_cast<size_t>(b * H + k)] =
+                    sigmoid_ref(xw(t, b, H + k) + hr(h, b, H + k)) *
+                    h[static_cast<size_t>(b * H + k)];
+              cand = std::tanh(xw(t, b, 2 * H + j) + hr(rh, b, 2 * H + j));
+            }
+            hn[e] = (1 - z) * cand + z * h[e];
+          } else {
+            const double i = sigmoid_ref(xw(t, b, j) + hr(h, b, j));
+            const double o = sigmoid_ref(xw(t, b, H + j) + hr(h, b, H + j));
+            const double f = sigmoid_ref(xw(t, b, 2 * H + j) + hr(h, b, 2 * H + j));
+            const double g = std::tanh(xw(t, b, 3 * H + j) + hr(h, b, 3 * H + j));
+            cn[e] = f * c[e] + i * g;
+            hn[e] = o * std::tanh(cn[e]);
+          }
+          at(y, {t, d, b, j}) = hn[e];
+        }
+      h = hn, c = cn;
+    }
+  }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("rnn, gru and lstm follow ONNX's equations step by step", "[ops][recurrent]") {
+  // f32 through <= 4 steps of sums of ~10 products and a tanh / sigmoid: 2e-5.
+  const double rt = 2e-5, at_ = 2e-5;
+  const int64_t T = 4, B = 2, I = 3, H = 5;
+  auto ins = [&](int64_t G, int64_t D, bool bias) {
+    std::vector<In> v = {{{T, B, I}}, {{D, G * H, I}}, {{D, G * H, H}}};
+    if (bias) v.push_back({{D, 2 * G * H}});
+    return v;
+  };
+  std::vector<Case> c = {
+      {"rnn", {}, ins(1, 1, true), [](const V& v) { return recurrent_ref("rnn", v, 1); }, rt, at_},
+      {"rnn",
+       {{"direction", "bidirectional"}},
+       ins(1, 2, false),
+       [](const V& v) { return recurrent_ref("rnn", v, 2); },
+       rt,
+       at_},
+      {"gru", {}, ins(3, 1, true), [](const V& v) { return recurrent_ref("gru", v, 1); }, rt, at_},
+      {"gru",
+       {{"linear_before_reset", true}},
+       ins(3, 1, true),
+       [](const V& v) { return recurrent_ref("gru", v, 1, true); },
+       rt,
+       at_},
+      {"gru",
+       {{"direction", "bidirectional"}},
+       ins(3, 2, true),
+       [](const V& v) { return recurrent_ref("gru", v, 2); },
+       rt,
+       at_},
+      {"lstm",
+       {},
+       ins(4, 1, true),
+       [](const V& v) { return recurrent_ref("lstm", v, 1); },
+       rt,
+       at_},
+      {"lstm",
+       {{"direction", "bidirectional"}},
+       ins(4, 2, false),
+       [](const V& v) { return recurrent_ref("lstm", v, 2); },
+       rt,
+       at_},
+      // The last hidden state: y's last step (forward).
+      {"lstm",
+       {{"output", "h"}},
+       ins(4, 1, true),
+       [&](const V& v) {
+         const HostTensor y = recurrent_ref("lstm", v, 1);
+         return gen({1, B, H}, [&](const Idx& i) { return at(y, {T - 1, 0, i[1], i[2]}); });
+       },
+       rt,
+       at_},
+  };
+  check_cases("recurrent", c);
+}
