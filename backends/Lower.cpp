@@ -451,6 +451,43 @@ class Lowering {
     return !(ss && ss->fast_math);
   }
 
+  // Does the stage's definition, with the stages inlined into it, hold an
+  // infinite float literal (a mask's -inf, a pad value)? Halide gives LLVM
+  // the no-infs flag, so arithmetic that LLVM sees applied to an infinite
+  // constant is poison: x + select(c, 0, -inf), the select hoisted out of the
+  // add, became x in both arms (an attention mask that masked nothing). Such
+  // a definition is lowered strict (Halide's strict_float: no fast-math flags
+  // on its arithmetic, the inlined stages' included); the stages that read it
+  // from memory are not affected.
+  bool sees_infinity(const Stage& st) {
+    if (const auto it = sees_inf_.find(st.name); it != sees_inf_.end()) return it->second;
+    struct Finder : IRVisitor {
+      std::vector<std::string> reads;
+      bool inf = false;
+      void visit_const(const ConstNode& n) override {
+        inf |= is_float(n.type) && std::isinf(n.value);
+      }
+      void visit_access(const AccessNode& n) override {
+        reads.push_back(n.tensor);
+        IRVisitor::visit_access(n);
+      }
+    } f;
+    f.visit(st.value);
+    bool r = f.inf;
+    sees_inf_[st.name] = r;  // a cycle guard; stages form a DAG
+    for (const std::string& t : f.reads) {
+      const Stage* ps = p_.find_stage(t);
+      if (r || !ps) continue;
+      const StageSchedule* ts = s_.options.opt_level == 0 ? nullptr : s_.find(t);
+      if (ts && ts->compute.kind == Placement::Kind::Inline) r = sees_infinity(*ps);
+    }
+    sees_inf_[st.name] = r;
+    return r;
+  }
+  Halide::Expr strict_if_infinite(const Stage& st, const Halide::Expr& e) {
+    return ieee(st.name) && sees_infinity(st) ? strict(e) : e;
+  }
+
   // Does `st` (a min / max over floats accumulated in `acc`) reduce order keys?
   bool keyed_reduction(const Stage& st, Halide::Type acc) const {
     return acc.is_float() && (*st.reduce == ReduceOp::Min || *st.reduce == ReduceOp::Max) &&
@@ -538,7 +575,7 @@ class Lowering {
     if (!st.reduce) {
       Halide::Func f(func_name(st.name));
       ExprLowering el(p_, vars, inputs_, funcs_, types_, compute, ieee(st.name));
-      Halide::Expr v = el.lower(st.value);
+      Halide::Expr v = strict_if_infinite(st, el.lower(st.value));
       f(args) = Halide::cast(halide_type(prec.storage), v);
       funcs_.emplace(st.name, f);
       types_[st.name] = halide_type(prec.storage);
@@ -587,7 +624,7 @@ class Lowering {
     // with every padded dim skipped, the rest read the unpadded source.
     const directives::SkippedPadding skipped = directives::skipped_padding(p_, st, ss);
     if (skipped.where) rd.where(el.lower(*skipped.where));
-    Halide::Expr body = el.lower(skipped.value);
+    Halide::Expr body = strict_if_infinite(st, el.lower(skipped.value));
     // Halide takes an update's reduction domain from the RVars its expressions
     // mention: a body that ignores a reduction variable (sum of a constant, a
     // count) would silently lose that loop. Mention each one with a zero term.
@@ -917,6 +954,7 @@ class Lowering {
   // Per stage, the clamped views its pad_lanes reads (pad_reads).
   std::map<std::string, std::map<std::string, Halide::Func>> padded_;
   std::map<std::string, Halide::Type> types_;
+  std::map<std::string, bool> sees_inf_;  // sees_infinity, per stage
 };
 
 }  // namespace

@@ -45,18 +45,23 @@ Tensor depth_to_space(const Tensor& x, int64_t b, const std::string& mode,
                x({var(v[0]), ch, h / bi, w / bi}));
 }
 
-Tensor space_to_depth(const Tensor& x, int64_t b, const std::string& name) {
+Tensor space_to_depth(const Tensor& x, int64_t b, const std::string& mode,
+                      const std::string& name) {
   const std::string op = "space_to_depth";
   const Nchw s = nchw(op, x);
   if (b < 1 || s.h % b || s.w % b)
     throw ShapeError(op + ": height and width of '" + x.name() + "' " + to_string(x.shape()) +
                      " must be multiples of block " + std::to_string(b));
+  if (mode != "DCR" && mode != "CRD")
+    throw DefinitionError(op + ": mode '" + mode + "' is not DCR or CRD");
   const int c = static_cast<int>(s.c), bi = static_cast<int>(b);
   const auto v = index_vars(4);
   const Expr ch = var(v[1]);
-  const Expr q = ch / c;  // block offset index: (row in block) * b + column in block
+  // The block offset (row in block * b + column) and the input channel.
+  const Expr q = mode == "DCR" ? ch / c : ch % (bi * bi);
+  const Expr in_ch = mode == "DCR" ? ch % c : ch / (bi * bi);
   return stage(op, x, name, v, {Dim(s.n), Dim(s.c * b * b), Dim(s.h / b), Dim(s.w / b)},
-               x({var(v[0]), ch % c, var(v[2]) * bi + q / bi, var(v[3]) * bi + q % bi}));
+               x({var(v[0]), in_ch, var(v[2]) * bi + q / bi, var(v[3]) * bi + q % bi}));
 }
 
 Tensor reverse_sequence(const Tensor& x, const Tensor& lens, int batch_axis, int time_axis,
@@ -110,12 +115,13 @@ std::vector<OpInfo> rearrange_ops() {
        }});
   r.push_back({"space_to_depth",
                OpKind::DataMovement,
-               "NCHW space blocks moved into channels (block)",
+               "NCHW space blocks moved into channels (block; mode DCR or CRD)",
                1,
                1,
-               {{"block", S::Int, nullptr, true}},
+               {{"block", S::Int, nullptr, true}, {"mode", S::String, "DCR"}},
                [](const Ins& in, const Attrs& a, const std::string& n) {
-                 return space_to_depth(in[0], a.get<int64_t>("block"), n);
+                 return space_to_depth(in[0], a.get<int64_t>("block"), a.get<std::string>("mode"),
+                                       n);
                }});
   r.push_back({"reverse_sequence",
                OpKind::DataMovement,

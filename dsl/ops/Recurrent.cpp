@@ -56,6 +56,12 @@ RecurrentResult recurrent(const RecurrentInputs& in, const RecurrentParams& prm,
                      to_string(x.shape()));
   const int64_t steps = static_dim(op, x, 0), batch = static_dim(op, x, 1),
                 feat = static_dim(op, x, 2);
+  // The unrolled loop is a few stages per step: bounded so that a sequence
+  // length from a bad model cannot make millions of stages.
+  constexpr int64_t kMaxSteps = 4096;
+  if (steps > kMaxSteps)
+    throw ShapeError(op + ": sequence length " + std::to_string(steps) + " exceeds " +
+                     std::to_string(kMaxSteps) + " steps (the time loop is unrolled into stages)");
   const int G = gates_of(op);
   if (in.w.rank() != 3)
     throw ShapeError(op + ": w '" + in.w.name() +

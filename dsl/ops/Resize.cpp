@@ -171,7 +171,12 @@ Tensor resize(const Tensor& x, Options o, const std::string& name) {
     }
     dims.push_back(std::move(t));
   }
-  // The sum over every combination of taps.
+  // The sum over every combination of taps: 2^k or 4^k reads for k resized dims.
+  int interpolated = 0;
+  for (const Taps& t : dims) interpolated += t.at.size() > 1;
+  if (interpolated > 4)
+    throw ShapeError(op + ": " + o.mode + " interpolation over " + std::to_string(interpolated) +
+                     " dims; at most 4 (each multiplies the reads per element)");
   Expr value;
   std::vector<size_t> pick(rank, 0);
   while (true) {

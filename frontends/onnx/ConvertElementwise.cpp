@@ -15,14 +15,6 @@ namespace {
 using nlohmann::json;
 
 // A scalar of x's type, fused into its consumer.
-Tensor scalar(NodeContext& c, double v, DType t) {
-  return literal(c.program(), v, t, c.out_name() + "_k");
-}
-
-std::vector<Value> one(Tensor t) {
-  return {Value::of(std::move(t))};
-}
-
 // A row of the library applied to every input, no attributes.
 Converter direct(const std::string& op) {
   return [op](NodeContext& c) {
@@ -204,30 +196,20 @@ void add_elementwise_converters(std::map<std::string, Converter>& t) {
   };
   t["ThresholdedRelu"] = [](NodeContext& c) {
     c.check_attrs({"alpha"});
-    const Tensor x = c.input(0);
-    const Tensor keep = ops::call("greater", {x, scalar(c, c.attr_float("alpha", 1.0), x.dtype())});
-    return one(
-        ops::call("where", {keep, x, scalar(c, 0, x.dtype())}, json::object(), c.out_name()));
+    return one(ops::call("thresholded_relu", {c.input(0)}, {{"alpha", c.attr_float("alpha", 1.0)}},
+                         c.out_name()));
   };
   t["Shrink"] = [](NodeContext& c) {
     c.check_attrs({"bias", "lambd"});
-    const double bias = c.attr_float("bias", 0.0), lambd = c.attr_float("lambd", 0.5);
-    const Tensor x = c.input(0);
-    const DType d = x.dtype();
-    // x < -lambd: x + bias; x > lambd: x - bias; else 0
-    const Tensor lo = ops::call("less", {x, scalar(c, -lambd, d)}),
-                 hi = ops::call("greater", {x, scalar(c, lambd, d)});
-    const Tensor zero = scalar(c, 0, d);
-    const Tensor up = ops::call("where", {hi, ops::call("sub", {x, scalar(c, bias, d)}), zero});
-    return one(ops::call("where", {lo, ops::call("add", {x, scalar(c, bias, d)}), up},
-                         json::object(), c.out_name()));
+    return one(
+        ops::call("shrink", {c.input(0)},
+                  {{"lambd", c.attr_float("lambd", 0.5)}, {"bias", c.attr_float("bias", 0.0)}},
+                  c.out_name()));
   };
   t["Swish"] = [](NodeContext& c) {
     c.check_attrs({"alpha"});
-    const Tensor x = c.input(0);
-    const double alpha = c.attr_float("alpha", 1.0);
-    const Tensor ax = alpha == 1 ? x : ops::call("mul", {x, scalar(c, alpha, x.dtype())});
-    return one(ops::call("mul", {x, ops::call("sigmoid", {ax})}, json::object(), c.out_name()));
+    return one(
+        ops::call("swish", {c.input(0)}, {{"alpha", c.attr_float("alpha", 1.0)}}, c.out_name()));
   };
   t["Gelu"] = [](NodeContext& c) {
     c.check_attrs({"approximate"});

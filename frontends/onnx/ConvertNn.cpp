@@ -15,14 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<Value> one(Tensor t) {
-  return {Value::of(std::move(t))};
-}
-
-Tensor scalar(NodeContext& c, double v, DType t) {
-  return literal(c.program(), v, t, c.out_name() + "_k");
-}
-
 std::vector<int> to_int(const std::vector<int64_t>& v) {
   return {v.begin(), v.end()};
 }
@@ -91,6 +83,9 @@ std::vector<Value> conv(NodeContext& c) {
   const int s = x.rank() - 2;
   if (s < 1 || s > 3)
     c.fail("input of rank " + std::to_string(x.rank()) + ": 1-3 spatial dims are supported");
+  if (w.rank() != x.rank())
+    c.fail("the weight has rank " + std::to_string(w.rank()) + "; the input's rank " +
+           std::to_string(x.rank()) + " needs [out channels, in channels / group, kernel...]");
   const auto xs = static_shape(x, c.where()), ws = static_shape(w, c.where());
   std::vector<int64_t> k(ws.begin() + 2, ws.end());
   if (c.has_attr("kernel_shape") && c.attr_ints("kernel_shape") != k)
@@ -116,6 +111,7 @@ std::vector<Value> conv_transpose(NodeContext& c) {
            std::to_string(x.rank()));
   if (c.has_attr("output_shape"))
     c.fail("output_shape is not supported; give pads and output_padding");
+  if (w.rank() != 4) c.fail("the weight must be [in channels, out channels / group, kh, kw]");
   const auto ws = static_shape(w, c.where());
   const auto st = c.attr_ints("strides", {{1, 1}}), di = c.attr_ints("dilations", {{1, 1}});
   const auto op = c.attr_ints("output_padding", {{0, 0}});
@@ -198,12 +194,7 @@ Converter softmax(const std::string& op) {
     const Tensor x = c.input(0);
     const int axis = normalize_axis(c.attr_int("axis", c.opset() >= 13 ? -1 : 1), x.rank(), c);
     const auto apply = [&](const Tensor& t, int ax, const std::string& name) -> Tensor {
-      if (op != "hardmax") return ops::call(op, {t}, {{"axis", ax}}, name);
-      const int64_t n = static_shape(t, c.where())[static_cast<size_t>(ax)];
-      const Tensor i = ops::call("argmax", {t}, {{"axis", ax}, {"keepdims", false}});
-      return ops::call("one_hot", {i},
-                       {{"depth", n}, {"axis", ax}, {"dtype", std::string(to_string(t.dtype()))}},
-                       name);
+      return ops::call(op, {t}, {{"axis", ax}}, name);
     };
     if (c.opset() >= 13) return one(apply(x, axis, c.out_name()));
     return one(coerced(c, x, axis, [&](const Tensor& t, const std::string& n) {
@@ -212,42 +203,130 @@ Converter softmax(const std::string& op) {
   };
 }
 
-// NegativeLogLikelihoodLoss of log-probabilities `lp` [N, C, d...] at
-// `target` [N, d...] (an ignore_index entry counts nothing), weighted by
-// class; reduction none / sum / mean (mean: over the weights taken).
-Tensor nll_loss(NodeContext& c, const Tensor& lp, const Tensor& target,
-                std::optional<Tensor> weight, const std::string& name) {
-  const std::string red = c.attr_string("reduction", "mean");
-  if (red != "none" && red != "sum" && red != "mean")
-    c.fail("reduction '" + red + "' is not one of none, sum, mean");
-  if (lp.rank() < 2 || target.rank() != lp.rank() - 1)
-    c.fail("input must be [N, C, d...] and target [N, d...]");
-  const DType dt = lp.dtype();
-  const Tensor picked =
-      ops::call("squeeze",
-                {ops::call("gather_elements",
-                           {lp, ops::call("unsqueeze", {target}, {{"axes", {1}}})}, {{"axis", 1}})},
-                {{"axes", {1}}});
-  Tensor w = weight ? ops::call("gather", {*weight, target}, {{"axis", 0}}) : Tensor();
-  if (c.has_attr("ignore_index")) {
-    const Tensor keep = ops::call(
-        "cast",
-        {ops::call("not_equal",
-                   {target, literal(c.program(), static_cast<double>(c.attr_int("ignore_index")),
-                                    target.dtype(), c.out_name() + "_ignore")})},
-        {{"dtype", std::string(to_string(dt))}});
-    w = w.defined() ? ops::call("mul", {w, keep}) : keep;
+// Resize / Upsample: output sizes and per-dim scales from the scales or
+// sizes input (on `axes` when given), the aspect-ratio policy applied, then
+// the library's resize.
+std::vector<Value> resize(NodeContext& c, bool upsample) {
+  const Tensor x = c.input(0);
+  const auto in = static_shape(x, c.where());
+  const size_t r = in.size();
+  std::vector<double> scales;
+  std::vector<int64_t> sizes;
+  std::vector<double> roi;
+  std::string mode, transform = "asymmetric", nearest = "floor";
+  json extra = json::object();
+  auto floats_of = [&](size_t i) -> std::vector<double> {
+    return c.has_input(i) ? c.known_input(i, "resize parameters").data : std::vector<double>{};
+  };
+  if (upsample) {  // Upsample (opset 7: scales attribute; 9: input)
+    c.check_attrs({"mode", "scales"});
+    scales = c.has_attr("scales") ? c.attr_floats("scales") : floats_of(1);
+    mode = c.attr_string("mode", "nearest");
+  } else if (c.opset() < 11) {  // Resize-10: Upsample's semantics
+    c.check_attrs({"mode"});
+    scales = floats_of(1);
+    mode = c.attr_string("mode", "nearest");
+  } else {
+    c.check_attrs({"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a",
+                   "exclude_outside", "extrapolation_value", "keep_aspect_ratio_policy", "mode",
+                   "nearest_mode"});
+    if (c.attr_int("antialias", 0)) c.fail("antialias = 1 is not supported");
+    mode = c.attr_string("mode", "nearest");
+    transform = c.attr_string("coordinate_transformation_mode", "half_pixel");
+    nearest = c.attr_string("nearest_mode", "round_prefer_floor");
+    roi = floats_of(1);
+    scales = floats_of(2);
+    if (c.has_input(3)) sizes = c.ints_input(3, "sizes");
+    extra = {{"cubic_coeff_a", c.attr_float("cubic_coeff_a", -0.75)},
+             {"exclude_outside", c.attr_int("exclude_outside", 0) != 0},
+             {"extrapolation_value", c.attr_float("extrapolation_value", 0.0)}};
   }
-  Tensor loss = ops::call("neg", {picked});
-  if (w.defined()) loss = ops::call("mul", {loss, w});
-  if (red == "none") return ops::call("identity", {loss}, json::object(), name);
-  std::vector<int> all(static_cast<size_t>(loss.rank()));
-  std::iota(all.begin(), all.end(), 0);
-  const json a = {{"axes", all}, {"keepdims", false}};
-  if (red == "sum") return ops::call("reduce_sum", {loss}, a, name);
-  if (!w.defined()) return ops::call("reduce_mean", {loss}, a, name);
-  return ops::call("div", {ops::call("reduce_sum", {loss}, a), ops::call("reduce_sum", {w}, a)},
-                   json::object(), name);
+  if (mode == "bilinear") mode = "linear";  // Upsample-7's name
+  // The dims the scales / sizes / roi are given for.
+  std::vector<size_t> axes;
+  for (const int64_t a : c.attr_ints("axes", std::vector<int64_t>{}))
+    axes.push_back(static_cast<size_t>(normalize_axis(a, static_cast<int>(r), c, "axes")));
+  if (axes.empty())
+    for (size_t d = 0; d < r; ++d) axes.push_back(d);
+  const size_t na = axes.size();
+  std::vector<double> full_scales(r, 1.0), full_roi;
+  std::vector<int64_t> full_sizes = in;
+  if (!roi.empty()) {
+    if (roi.size() != 2 * na) c.fail("roi needs 2 values per resized dim");
+    full_roi.assign(2 * r, 0.0);
+    for (size_t d = 0; d < r; ++d) full_roi[r + d] = 1.0;
+    for (size_t i = 0; i < na; ++i) full_roi[axes[i]] = roi[i], full_roi[r + axes[i]] = roi[na + i];
+  }
+  if (!sizes.empty()) {
+    if (sizes.size() != na) c.fail("sizes needs " + std::to_string(na) + " values");
+    const std::string policy = c.attr_string("keep_aspect_ratio_policy", "stretch");
+    if (policy == "stretch") {
+      for (size_t i = 0; i < na; ++i) {
+        full_sizes[axes[i]] = sizes[i];
+        full_scales[axes[i]] = static_cast<double>(sizes[i]) / static_cast<double>(in[axes[i]]);
+      }
+    } else if (policy == "not_larger" || policy == "not_smaller") {
+      double s = policy == "not_larger" ? INFINITY : 0.0;
+      for (size_t i = 0; i < na; ++i) {
+        const double q = static_cast<double>(sizes[i]) / static_cast<double>(in[axes[i]]);
+        s = policy == "not_larger" ? std::min(s, q) : std::max(s, q);
+      }
+      for (size_t i = 0; i < na; ++i) {
+        full_scales[axes[i]] = s;
+        full_sizes[axes[i]] = static_cast<int64_t>(s * static_cast<double>(in[axes[i]]) + 0.5);
+      }
+    } else {
+      c.fail("keep_aspect_ratio_policy '" + policy + "' is not stretch, not_larger or not_smaller");
+    }
+  } else {
+    if (scales.size() != na)
+      c.fail("scales needs " + std::to_string(na) + " values, got " +
+             std::to_string(scales.size()));
+    for (size_t i = 0; i < na; ++i) {
+      const size_t d = axes[i];
+      if (!(scales[i] > 0)) c.fail("scales must be > 0");
+      full_scales[d] = scales[i];
+      double span = 1;
+      if (transform == "tf_crop_and_resize" && !full_roi.empty())
+        span = full_roi[r + d] - full_roi[d];
+      full_sizes[d] =
+          static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * span * scales[i]));
+    }
+  }
+  json a = extra;
+  a["sizes"] = full_sizes;
+  a["scales"] = full_scales;
+  a["mode"] = mode;
+  a["coordinate_transformation_mode"] = transform;
+  a["nearest_mode"] = nearest;
+  if (!full_roi.empty()) a["roi"] = full_roi;
+  return one(ops::call("resize", {x}, a, c.out_name()));
+}
+
+// QuantizeLinear / DequantizeLinear: the quantized type from the zero point,
+// else output_dtype, else u8.
+std::vector<Value> quantize(NodeContext& c, bool dequantize) {
+  c.check_attrs({"axis", "block_size", "output_dtype", "saturate", "precision"});
+  if (c.has_attr("precision") && c.attr_int("precision") != 0) c.fail("precision is not supported");
+  std::vector<Tensor> in{c.input(0), c.input(1)};
+  if (c.has_input(2)) in.push_back(c.input(2));
+  json a = {{"axis", c.attr_int("axis", 1)}, {"block_size", c.attr_int("block_size", 0)}};
+  if (!dequantize && !c.has_input(2)) {
+    const int64_t t = c.attr_int("output_dtype", 0);
+    a["dtype"] =
+        std::string(to_string(t ? dtype_of(static_cast<int32_t>(t), c.where()) : DType::U8));
+  }
+  if (dequantize && c.attr_int("output_dtype", 0) &&
+      dtype_of(static_cast<int32_t>(c.attr_int("output_dtype")), c.where()) != in[1].dtype())
+    c.fail("output_dtype other than the scale's type is not supported");
+  return one(ops::call(dequantize ? "dequantize_linear" : "quantize_linear", in, a, c.out_name()));
+}
+
+// The reduction and ignore_index of a loss node as the library's attributes.
+json loss_attrs(NodeContext& c) {
+  json a = {{"reduction", c.attr_string("reduction", "mean")}};
+  if (c.has_attr("ignore_index")) a["ignore_index"] = c.attr_int("ignore_index");
+  return a;
 }
 
 }  // namespace
@@ -255,35 +334,28 @@ Tensor nll_loss(NodeContext& c, const Tensor& lp, const Tensor& target,
 void add_nn_converters(std::map<std::string, Converter>& t) {
   t["NegativeLogLikelihoodLoss"] = [](NodeContext& c) {
     c.check_attrs({"reduction", "ignore_index"});
-    std::optional<Tensor> w;
-    if (c.has_input(2)) w = c.input(2);
-    return one(nll_loss(c, c.input(0), c.input(1), w, c.out_name()));
+    std::vector<Tensor> in{c.input(0), c.input(1)};
+    if (c.has_input(2)) in.push_back(c.input(2));
+    return one(ops::call("nll_loss", in, loss_attrs(c), c.out_name()));
   };
   // The loss of log_softmax over the classes (dim 1), and that log_softmax.
   t["SoftmaxCrossEntropyLoss"] = [](NodeContext& c) {
     c.check_attrs({"reduction", "ignore_index"});
     const Tensor lp =
         ops::call("log_softmax", {c.input(0)}, {{"axis", 1}}, c.has_output(1) ? c.out_name(1) : "");
-    std::optional<Tensor> w;
-    if (c.has_input(2)) w = c.input(2);
-    std::vector<Value> out = one(nll_loss(c, lp, c.input(1), w, c.out_name()));
+    std::vector<Tensor> in{lp, c.input(1)};
+    if (c.has_input(2)) in.push_back(c.input(2));
+    std::vector<Value> out = one(ops::call("nll_loss", in, loss_attrs(c), c.out_name()));
     if (c.has_output(1)) out.push_back(Value::of(lp));
     return out;
   };
-  // (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes` (ONNX's function).
   t["MeanVarianceNormalization"] = [](NodeContext& c) {
     c.check_attrs({"axes"});
     const Tensor x = c.input(0);
     std::vector<int> axes;
     for (const int64_t a : c.attr_ints("axes", std::vector<int64_t>{0, 2, 3}))
       axes.push_back(normalize_axis(a, x.rank(), c));
-    const json a = {{"axes", axes}, {"keepdims", true}};
-    const Tensor mean = ops::call("reduce_mean", {x}, a);
-    const Tensor ex2 = ops::call("reduce_mean", {ops::call("mul", {x, x})}, a);
-    const Tensor std = ops::call("sqrt", {ops::call("sub", {ex2, ops::call("mul", {mean, mean})})});
-    return one(ops::call(
-        "div", {ops::call("sub", {x, mean}), ops::call("add", {std, scalar(c, 1e-9, x.dtype())})},
-        json::object(), c.out_name()));
+    return one(ops::call("mean_variance_norm", {x}, {{"axes", axes}}, c.out_name()));
   };
   t["MatMul"] = [](NodeContext& c) {
     c.check_attrs({});
@@ -291,20 +363,14 @@ void add_nn_converters(std::map<std::string, Converter>& t) {
   };
   t["Gemm"] = [](NodeContext& c) {
     c.check_attrs({"alpha", "beta", "transA", "transB"});
-    Tensor a = c.input(0), b = c.input(1);
-    if (a.rank() != 2 || b.rank() != 2) c.fail("A and B must be 2-D");
-    if (c.attr_int("transA", 0)) a = ops::transpose(a, {1, 0});
-    if (c.attr_int("transB", 0)) b = ops::transpose(b, {1, 0});
-    const double alpha = c.attr_float("alpha", 1.0), beta = c.attr_float("beta", 1.0);
-    const bool bias = c.has_input(2) && beta != 0;
-    Tensor y = ops::call("matmul", {a, b}, json::object(), alpha == 1 && !bias ? c.out_name() : "");
-    if (alpha != 1)
-      y = ops::call("mul", {y, scalar(c, alpha, y.dtype())}, json::object(),
-                    bias ? "" : c.out_name());
-    if (!bias) return one(y);
-    Tensor bc = c.input(2);
-    if (beta != 1) bc = ops::call("mul", {bc, scalar(c, beta, bc.dtype())});
-    return one(ops::call("add", {y, bc}, json::object(), c.out_name()));
+    std::vector<Tensor> in{c.input(0), c.input(1)};
+    if (c.has_input(2)) in.push_back(c.input(2));
+    return one(ops::call("gemm", in,
+                         {{"alpha", c.attr_float("alpha", 1.0)},
+                          {"beta", c.attr_float("beta", 1.0)},
+                          {"trans_a", c.attr_int("transA", 0) != 0},
+                          {"trans_b", c.attr_int("transB", 0) != 0}},
+                         c.out_name()));
   };
   t["Einsum"] = [](NodeContext& c) {
     c.check_attrs({"equation"});
@@ -399,16 +465,10 @@ void add_nn_converters(std::map<std::string, Converter>& t) {
   t["LpNormalization"] = [](NodeContext& c) {
     c.check_attrs({"axis", "p"});
     const Tensor x = c.input(0);
-    const int axis = normalize_axis(c.attr_int("axis", -1), x.rank(), c);
-    const int64_t p = c.attr_int("p", 2);
-    if (p != 1 && p != 2) c.fail("p " + std::to_string(p) + " is not 1 or 2");
-    const Tensor norm =
-        ops::call(p == 1 ? "reduce_l1" : "reduce_l2", {x}, {{"axes", {axis}}, {"keepdims", true}});
-    // A zero norm gives 0 (ONNX's reference), not 0 / 0.
-    const Tensor zero = scalar(c, 0, x.dtype());
-    return one(ops::call("where",
-                         {ops::call("equal", {norm, zero}), zero, ops::call("div", {x, norm})},
-                         json::object(), c.out_name()));
+    return one(ops::call(
+        "lp_normalize", {x},
+        {{"axis", normalize_axis(c.attr_int("axis", -1), x.rank(), c)}, {"p", c.attr_int("p", 2)}},
+        c.out_name()));
   };
   t["LpPool"] = [](NodeContext& c) {
     c.check_attrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides", "p"});
@@ -420,22 +480,15 @@ void add_nn_converters(std::map<std::string, Converter>& t) {
     Window w = window(c, {xs.begin() + 2, xs.end()}, c.attr_ints("kernel_shape"));
     for (const int64_t d : w.dilation)
       if (d != 1) c.fail("dilations other than 1 are not supported for pooling");
-    const double p = static_cast<double>(c.attr_int("p", 2));
-    const DType dt = x.dtype();
-    // (sum over the window of |x|^p)^(1/p): the padded average times the window size.
-    x = ops::call("pow", {ops::call("abs", {x}), scalar(c, p, dt)});
     bool wide = false;
     for (size_t i = 0; i < w.kernel.size(); ++i) wide |= 2 * w.begin[i] > w.kernel[i];
     if (!symmetric(w) || wide) x = pre_pad(x, w, 0.0);
-    int64_t size = 1;
-    for (const int64_t k : w.kernel) size *= k;
-    const Tensor avg = ops::call("avg_pool" + std::to_string(s) + "d", {x},
-                                 {{"kernel", w.kernel},
-                                  {"stride", w.stride},
-                                  {"padding", w.begin},
-                                  {"count_include_pad", true}});
-    const Tensor sum = ops::call("mul", {avg, scalar(c, static_cast<double>(size), dt)});
-    return one(ops::call("pow", {sum, scalar(c, 1.0 / p, dt)}, json::object(), c.out_name()));
+    return one(ops::call("lp_pool" + std::to_string(s) + "d", {x},
+                         {{"kernel", w.kernel},
+                          {"stride", w.stride},
+                          {"padding", w.begin},
+                          {"p", static_cast<double>(c.attr_int("p", 2))}},
+                         c.out_name()));
   };
   t["GroupNormalization"] = [](NodeContext& c) {
     c.check_attrs({"epsilon", "num_groups", "stash_type"});
@@ -451,31 +504,19 @@ void add_nn_converters(std::map<std::string, Converter>& t) {
     return one(ops::call("group_norm", {x, scale, bias},
                          {{"groups", g}, {"eps", c.attr_float("epsilon", 1e-5)}}, c.out_name()));
   };
-  // x / (bias + alpha / size * (sum of x^2 over `size` channels around))^beta:
-  // the channel window sum as an average pool over [N, 1, C, rest] times size.
   t["LRN"] = [](NodeContext& c) {
     c.check_attrs({"alpha", "beta", "bias", "size"});
-    const Tensor x = c.input(0);
-    const auto xs = static_shape(x, c.where());
-    if (xs.size() < 3) c.fail("input must have a channel dim and at least one spatial dim");
-    const int64_t size = c.attr_int("size");
-    if (size < 1) c.fail("size must be >= 1");
-    const double alpha = c.attr_float("alpha", 1e-4), beta = c.attr_float("beta", 0.75),
-                 bias = c.attr_float("bias", 1.0);
-    const DType dt = x.dtype();
-    const int64_t rest = std::accumulate(xs.begin() + 2, xs.end(), int64_t{1}, std::multiplies<>());
-    const Tensor sq = ops::reshape(ops::call("mul", {x, x}), {xs[0], 1, xs[1], rest});
-    const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
-    const Tensor padded = ops::call("pad", {sq}, {{"pads", {0, 0, lo, 0, 0, 0, hi, 0}}});
-    const Tensor avg =
-        ops::call("avg_pool2d", {padded},
-                  {{"kernel", {size, 1}}, {"stride", {1, 1}}, {"count_include_pad", true}});
-    const Tensor sum = ops::call("reshape", {avg}, {{"shape", xs}});
-    const Tensor base =
-        ops::call("add", {scalar(c, bias, dt), ops::call("mul", {sum, scalar(c, alpha, dt)})});
-    return one(ops::call("div", {x, ops::call("pow", {base, scalar(c, beta, dt)})}, json::object(),
+    return one(ops::call("lrn", {c.input(0)},
+                         {{"size", c.attr_int("size")},
+                          {"alpha", c.attr_float("alpha", 1e-4)},
+                          {"beta", c.attr_float("beta", 0.75)},
+                          {"bias", c.attr_float("bias", 1.0)}},
                          c.out_name()));
   };
+  t["Resize"] = [](NodeContext& c) { return resize(c, false); };
+  t["Upsample"] = [](NodeContext& c) { return resize(c, true); };
+  t["QuantizeLinear"] = [](NodeContext& c) { return quantize(c, false); };
+  t["DequantizeLinear"] = [](NodeContext& c) { return quantize(c, true); };
   t["Softmax"] = softmax("softmax");
   t["LogSoftmax"] = softmax("log_softmax");
   t["Hardmax"] = softmax("hardmax");

@@ -10,10 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<Value> one(Tensor t) {
-  return {Value::of(std::move(t))};
-}
-
 // The axes a Reduce* node reduces, normalized; empty: the node is a no-op.
 std::optional<std::vector<int>> reduce_axes(NodeContext& c, int rank) {
   std::vector<int64_t> axes;

@@ -14,10 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<Value> one(Tensor t) {
-  return {Value::of(std::move(t))};
-}
-
 Constant ints(const std::vector<int64_t>& v, std::vector<int64_t> shape) {
   Constant c{DType::I64, std::move(shape), {}};
   for (const int64_t x : v) c.data.push_back(static_cast<double>(x));
@@ -91,8 +87,8 @@ std::vector<Value> constant_of_shape(NodeContext& c) {
 
 std::vector<Value> range(NodeContext& c) {
   c.check_attrs({});
-  const Constant *s = c.constant(0), *l = c.constant(1), *d = c.constant(2);
-  if (!s || !l || !d) c.fail("start, limit and delta must be known at import");
+  const Constant *s = &c.known_input(0, "start"), *l = &c.known_input(1, "limit"),
+                 *d = &c.known_input(2, "delta");
   if (s->numel() != 1 || l->numel() != 1 || d->numel() != 1)
     c.fail("start, limit and delta must be scalars");
   const double start = s->data[0], limit = l->data[0], delta = d->data[0];
@@ -117,33 +113,6 @@ std::vector<Value> eye_like(NodeContext& c) {
   for (int64_t i = 0; i < s[0]; ++i)
     if (i + k >= 0 && i + k < s[1]) out.data[static_cast<size_t>(i * s[1] + i + k)] = 1;
   return {Value::of(std::move(out))};
-}
-
-// DepthToSpace (to_space) / SpaceToDepth as reshape, transpose, reshape.
-std::vector<Value> depth_space(NodeContext& c, bool to_space) {
-  c.check_attrs({"blocksize", "mode"});
-  const Tensor x = c.input(0);
-  const auto s = static_shape(x, c.where());
-  if (s.size() != 4) c.fail("input must be 4-D NCHW");
-  const int64_t b = c.attr_int("blocksize"), n = s[0], ch = s[1], h = s[2], w = s[3];
-  if (b < 1) c.fail("blocksize must be >= 1");
-  if (to_space) {
-    if (ch % (b * b))
-      c.fail("channels " + std::to_string(ch) + " are not a multiple of blocksize^2");
-    const bool crd = c.attr_string("mode", "DCR") == "CRD";
-    const Tensor r = crd ? ops::reshape(x, {n, ch / (b * b), b, b, h, w})
-                         : ops::reshape(x, {n, b, b, ch / (b * b), h, w});
-    const Tensor t =
-        crd ? ops::transpose(r, {0, 1, 4, 2, 5, 3}) : ops::transpose(r, {0, 3, 4, 1, 5, 2});
-    return one(
-        ops::call("reshape", {t}, {{"shape", {n, ch / (b * b), h * b, w * b}}}, c.out_name()));
-  }
-  if (h % b || w % b) c.fail("spatial dims are not multiples of blocksize");
-  const bool crd = c.attr_string("mode", "DCR") == "CRD";
-  const Tensor r = ops::reshape(x, {n, ch, h / b, b, w / b, b});
-  const Tensor t = ops::transpose(
-      r, crd ? std::vector<int>{0, 1, 3, 5, 2, 4} : std::vector<int>{0, 3, 5, 1, 2, 4});
-  return one(ops::call("reshape", {t}, {{"shape", {n, ch * b * b, h / b, w / b}}}, c.out_name()));
 }
 
 }  // namespace
@@ -368,13 +337,55 @@ void add_shape_converters(std::map<std::string, Converter>& t) {
     return one(ops::call(c.attr_int("upper", 1) ? "triu" : "tril", {c.input(0)}, {{"k", k}},
                          c.out_name()));
   };
-  t["DepthToSpace"] = [](NodeContext& c) { return depth_space(c, true); };
-  t["SpaceToDepth"] = [](NodeContext& c) { return depth_space(c, false); };
+  t["DepthToSpace"] = [](NodeContext& c) {
+    c.check_attrs({"blocksize", "mode"});
+    return one(
+        ops::call("depth_to_space", {c.input(0)},
+                  {{"block", c.attr_int("blocksize")}, {"mode", c.attr_string("mode", "DCR")}},
+                  c.out_name()));
+  };
+  t["SpaceToDepth"] = [](NodeContext& c) {
+    c.check_attrs({"blocksize", "mode"});
+    return one(
+        ops::call("space_to_depth", {c.input(0)},
+                  {{"block", c.attr_int("blocksize")}, {"mode", c.attr_string("mode", "DCR")}},
+                  c.out_name()));
+  };
+  // TopK: the indices in order, then the values gathered at them.
+  t["TopK"] = [](NodeContext& c) {
+    c.check_attrs({"axis", "largest", "sorted", "k"});
+    const Tensor x = c.input(0);
+    const int64_t k = c.has_attr("k") ? c.attr_int("k") : c.ints_input(1, "k").at(0);
+    const int axis = normalize_axis(c.attr_int("axis", -1), x.rank(), c);
+    const Tensor idx = ops::call(
+        "topk_indices", {x}, {{"k", k}, {"axis", axis}, {"largest", c.attr_int("largest", 1) != 0}},
+        c.has_output(1) ? c.out_name(1) : "");
+    return std::vector<Value>{
+        Value::of(ops::call("gather_elements", {x, idx}, {{"axis", axis}}, c.out_name(0))),
+        Value::of(idx)};
+  };
+  t["GatherND"] = [](NodeContext& c) {
+    c.check_attrs({"batch_dims"});
+    return one(ops::call("gather_nd", {c.input(0), c.input(1)},
+                         {{"batch_dims", c.attr_int("batch_dims", 0)}}, c.out_name()));
+  };
+  t["ScatterND"] = [](NodeContext& c) {
+    c.check_attrs({"reduction"});
+    return one(ops::call("scatter_nd", {c.input(0), c.input(1), c.input(2)},
+                         {{"reduction", c.attr_string("reduction", "none")}}, c.out_name()));
+  };
+  t["ReverseSequence"] = [](NodeContext& c) {
+    c.check_attrs({"batch_axis", "time_axis"});
+    return one(ops::call(
+        "reverse_sequence", {c.input(0), c.input(1)},
+        {{"batch_axis", c.attr_int("batch_axis", 1)}, {"time_axis", c.attr_int("time_axis", 0)}},
+        c.out_name()));
+  };
   t["OneHot"] = [](NodeContext& c) {
     c.check_attrs({"axis"});
     const auto depth = c.ints_input(1, "depth");
-    const Constant* v = c.constant(2);
-    if (!v || v->numel() != 2) c.fail("values must be [off_value, on_value] known at import");
+    const Constant* v = &c.known_input(2, "values");
+    if (v->numel() != 2) c.fail("values must be [off_value, on_value]");
     const Tensor idx = c.input(0);
     return one(ops::call("one_hot", {idx},
                          {{"depth", depth.at(0)},

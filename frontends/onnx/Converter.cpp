@@ -44,12 +44,19 @@ const Constant* NodeContext::constant(size_t i) const {
   return has_input(i) ? inputs_[i]->constant.get() : nullptr;
 }
 
-std::vector<int64_t> NodeContext::ints_input(size_t i, const std::string& what) const {
+const Constant& NodeContext::known_input(size_t i, const std::string& what) const {
   const Constant* c = constant(i);
   if (!c)
-    fail("input " + std::to_string(i) + " (" + what +
+    fail("input " + std::to_string(i) + " ('" +
+         (static_cast<int>(i) < node_.input_size() ? node_.input(static_cast<int>(i)) : "") +
+         "', " + what +
          ") must be known at import (an initializer, a Constant or computed from static shapes); "
          "a value computed from the model's data is not supported here");
+  return *c;
+}
+
+std::vector<int64_t> NodeContext::ints_input(size_t i, const std::string& what) const {
+  const Constant* c = &known_input(i, what);
   std::vector<int64_t> v;
   v.reserve(c->data.size());
   // INT64_MAX / MIN (Slice's "to the end") are not exact in float64: clamped.
@@ -119,6 +126,14 @@ std::vector<double> NodeContext::attr_floats(const std::string& name) const {
   if (a->type() != ::onnx::AttributeProto::FLOATS)
     fail("attribute '" + name + "' must be a list of floats");
   return {a->floats().begin(), a->floats().end()};
+}
+
+std::vector<std::string> NodeContext::attr_strings(const std::string& name) const {
+  const auto* a = attr(name);
+  if (!a) return {};
+  if (a->type() != ::onnx::AttributeProto::STRINGS)
+    fail("attribute '" + name + "' must be a list of strings");
+  return {a->strings().begin(), a->strings().end()};
 }
 
 Constant NodeContext::attr_tensor(const std::string& name) const {
@@ -333,17 +348,20 @@ Constant read_tensor(const ::onnx::TensorProto& t, const std::string& where0,
                       " elements where its dims " + "say " + std::to_string(n) +
                       " (truncated or mistyped data)");
   };
-  c.data.resize(static_cast<size_t>(n));
+  // The data's size is checked before anything is allocated: the dims of an
+  // untrusted file may promise far more than it holds.
   if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
     const int64_t b = bytes(c.dtype);
     if (static_cast<int64_t>(raw.size()) != n * b) bad_count(static_cast<int64_t>(raw.size()) / b);
+    c.data.resize(static_cast<size_t>(n));
     const auto* p = reinterpret_cast<const uint8_t*>(raw.data());
     for (int64_t i = 0; i < n; ++i) c.data[static_cast<size_t>(i)] = element(p + i * b, c.dtype);
     return c;
   }
   const auto take = [&](const auto& field, auto convert) {
     if (field.size() != n) bad_count(field.size());
+    c.data.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
       c.data[static_cast<size_t>(i)] = convert(field.Get(static_cast<int>(i)));
   };
@@ -392,6 +410,10 @@ Tensor literal(Program& p, double value, DType t, const std::string& name) {
                   OpKind::Elementwise, "constant");
 }
 
+Tensor scalar(NodeContext& c, double v, DType t) {
+  return literal(c.program(), v, t, c.out_name() + "_k");
+}
+
 std::vector<int64_t> static_shape(const Tensor& t, const std::string& where) {
   std::vector<int64_t> s;
   for (const Dim& d : t.shape()) {
@@ -404,7 +426,7 @@ std::vector<int64_t> static_shape(const Tensor& t, const std::string& where) {
 }
 
 int normalize_axis(int64_t axis, int rank, const NodeContext& c, const std::string& what) {
-  if (axis < -rank || axis >= std::max(rank, 1))
+  if (axis < -rank || axis >= rank)
     c.fail(what + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) +
            " (valid: " + std::to_string(-rank) + " to " + std::to_string(rank - 1) + ")");
   return static_cast<int>(axis < 0 ? axis + rank : axis);

@@ -6,7 +6,8 @@
 // ImportError naming the node, and returns the node's outputs as Values. The
 // table of converters (converters()) is the one list of supported operator
 // types; each family's rows live in its own file (ConvertElementwise.cpp,
-// ConvertReduce.cpp, ConvertNn.cpp, ConvertShape.cpp).
+// ConvertReduce.cpp, ConvertNn.cpp, ConvertShape.cpp, ConvertRecurrent.cpp,
+// ConvertAttention.cpp).
 #pragma once
 
 #include <functional>
@@ -49,6 +50,10 @@ class NodeContext {
   Tensor input(size_t i);
   // Input i's value when it is known at import, else null.
   const Constant* constant(size_t i) const;
+  // Input i, which must be known at import; else an ImportError saying
+  // "input i ('<onnx name>', what) must be known at import" (pypto.onnx
+  // retries with that graph input's value fixed).
+  const Constant& known_input(size_t i, const std::string& what) const;
   // Input i, which must be known at import, as integers (shapes, axes, pads).
   std::vector<int64_t> ints_input(size_t i, const std::string& what) const;
 
@@ -59,7 +64,8 @@ class NodeContext {
                           std::optional<std::string> def = std::nullopt) const;
   std::vector<int64_t> attr_ints(const std::string& name,
                                  std::optional<std::vector<int64_t>> def = std::nullopt) const;
-  std::vector<double> attr_floats(const std::string& name) const;
+  std::vector<double> attr_floats(const std::string& name) const;        // absent: empty
+  std::vector<std::string> attr_strings(const std::string& name) const;  // absent: empty
   Constant attr_tensor(const std::string& name) const;
   // Every attribute is one of `known`; others are an error naming them.
   void check_attrs(const std::vector<std::string>& known) const;
@@ -90,8 +96,16 @@ void add_elementwise_converters(std::map<std::string, Converter>& t);
 void add_reduce_converters(std::map<std::string, Converter>& t);
 void add_nn_converters(std::map<std::string, Converter>& t);
 void add_shape_converters(std::map<std::string, Converter>& t);
+void add_recurrent_converters(std::map<std::string, Converter>& t);
+void add_attention_converters(std::map<std::string, Converter>& t);
 
 // ---- shared helpers --------------------------------------------------------
+// A converter's single output.
+inline std::vector<Value> one(Tensor t) {
+  return {Value::of(std::move(t))};
+}
+// A scalar of type t as a literal stage named after the node's output.
+Tensor scalar(NodeContext& c, double v, DType t);
 // The PTO type of an ONNX TensorProto.DataType; throws ImportError naming `where`.
 DType dtype_of(int32_t onnx_type, const std::string& where);
 // The ONNX TensorProto.DataType of a PTO type.

@@ -12,6 +12,18 @@
 namespace pto::onnx {
 namespace {
 
+// Runs a node's converter; a library error (a shape, type or attribute the
+// operator rejects) becomes an ImportError naming the node.
+std::vector<Value> run_converter(const ::onnx::NodeProto& node, NodeContext& c) {
+  try {
+    return converters().at(node.op_type())(c);
+  } catch (const ImportError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ImportError("onnx import: " + c.where() + ": " + e.what());
+  }
+}
+
 // The walk over one graph: values by ONNX name, the program, its weights.
 class Importer {
  public:
@@ -166,7 +178,7 @@ class Importer {
     NodeContext c(node, inputs, out_.program, out_.opset, [this, &node, &inputs](size_t i) {
       return materialize(node.input(static_cast<int>(i)), *inputs[i]->constant);
     });
-    return converters().at(node.op_type())(c);
+    return run_converter(node, c);
   }
 
   // Every input known: the node is built in a program of its own whose
@@ -187,7 +199,7 @@ class Importer {
       data[n] = HostTensor{c.shape, c.data};
     }
     NodeContext c(node, in, q, out_.opset, [&](size_t i) { return in[i]->tensor; });
-    std::vector<Value> outs = converters().at(node.op_type())(c);
+    std::vector<Value> outs = run_converter(node, c);
     bool any_tensor = false;
     for (const Value& v : outs) any_tensor |= v.tensor.defined();
     if (!any_tensor) return outs;
@@ -239,6 +251,8 @@ const std::map<std::string, Converter>& converters() {
     add_reduce_converters(t);
     add_nn_converters(t);
     add_shape_converters(t);
+    add_recurrent_converters(t);
+    add_attention_converters(t);
     return t;
   }();
   return table;

@@ -17,6 +17,7 @@ suite runs against PTO (test/python/test_onnx_backend.py).
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -101,6 +102,7 @@ class Model:
         self._bytes = _model_bytes(model)
         self.target = target
         self._by_shape: dict[tuple, _Compiled] = {}
+        self._needed: set[str] = set()  # graph inputs the importer needs the values of
         # Names and declared shapes, from a first look at the graph.
         import onnx  # the onnx package reads the declarations; PTO's importer does the rest
 
@@ -111,18 +113,33 @@ class Model:
 
     def _compiled(self, arrays: Sequence[np.ndarray]) -> _Compiled:
         # Small integer inputs are shape arguments in practice (axes, pads, a
-        # target shape): their values are fixed for the import, so the
-        # operators that need them see constants; each new value imports anew.
-        values = {n: a for n, a in zip(self.input_names, arrays)
-                  if a.dtype.kind in "iu" and a.ndim <= 1 and a.size <= _SHAPE_ARGUMENT_SIZE}
-        key = tuple((a.dtype.str, a.shape, a.tobytes() if n in values else None)
-                    for n, a in zip(self.input_names, arrays))
+        # target shape), and so is any input a node needs at import (Resize's
+        # scales, Range's bounds: the importer says which, and the import is
+        # retried with it fixed). Their values are fixed for the import; each
+        # new value imports anew.
+        named = dict(zip(self.input_names, arrays))
+        fixed = {n for n, a in named.items()
+                 if (a.dtype.kind in "iu" and a.ndim <= 1 and a.size <= _SHAPE_ARGUMENT_SIZE)} | self._needed
+        key = self._key(named, fixed)
         c = self._by_shape.get(key)
         if c is None:
-            shapes = {n: [int(d) for d in a.shape] for n, a in zip(self.input_names, arrays)}
-            c = _Compiled(self._bytes, shapes, values, self.target)
-            self._by_shape[key] = c
+            shapes = {n: [int(d) for d in a.shape] for n, a in named.items()}
+            while True:
+                try:
+                    c = _Compiled(self._bytes, shapes, {n: named[n] for n in fixed}, self.target)
+                    break
+                except _pto.ModelImportError as e:
+                    m = re.search(r"input \d+ \('([^']*)',[^)]*\) must be known at import", str(e))
+                    if not m or m.group(1) not in named or m.group(1) in fixed:
+                        raise
+                    self._needed.add(m.group(1))
+                    fixed.add(m.group(1))
+            self._by_shape[self._key(named, fixed)] = c
         return c
+
+    @staticmethod
+    def _key(named: dict[str, np.ndarray], fixed: set[str]) -> tuple:
+        return tuple((a.dtype.str, a.shape, a.tobytes() if n in fixed else None) for n, a in named.items())
 
     def _arrays(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[np.ndarray]:
         if kwargs:

@@ -4,11 +4,14 @@
 // against the float64 interpreter; each invalid one must be a ScheduleError
 // from validation (never a Halide error or a crash).
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "Helpers.h"
 #include "dsl/Workloads.h"
+#include "dsl/ops/Ops.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
+#include "schedules/defaults/Defaults.h"
 
 using namespace pto;
 using namespace pto::test;
@@ -220,4 +223,35 @@ TEST_CASE("regression: an output's update vectorized in its own buffer, at a mis
       CHECK(out[i] == Approx(want));
     }
   }
+}
+
+TEST_CASE("regression: an infinite literal inlined into arithmetic keeps its value",
+          "[regression][jit][ieee]") {
+  // Was: a causal mask select(j <= i, 0, -inf) inlined into scores + mask and
+  // a row max: LLVM's no-infs flag made `x + -inf` poison once the select was
+  // hoisted out of the add, so no position was masked (ONNX Attention with
+  // is_causal gave the unmasked average). Stages whose inlined definition
+  // holds an infinite literal are now lowered strict.
+  Program p("masked_softmax");
+  const Tensor x = p.input("x", {5, 7});
+  const Tensor mask = p.define("mask", {"i", "j"}, {5, 7},
+                               select(var("j") <= var("i") + 1, make_const(0, DType::F32),
+                                      make_const(-INFINITY, DType::F32)),
+                               OpKind::Elementwise, "mask");
+  const Tensor s = ops::add(x, mask, "scores");
+  p.output(ops::softmax(s, -1, "probs"));
+  p.output(ops::reduce_max(s, {1}, false, "row_max"));
+  const Target t = parse_target("host");
+  std::mt19937 rng(3);
+  const auto in = random_inputs(p, rng);
+  const auto ref = interpret(p, in);
+  const Schedule sched = default_schedule(p, t);
+  REQUIRE(sched.find("mask"));
+  CHECK(sched.find("mask")->compute.kind == Placement::Kind::Inline);
+  const auto got = run_f32(Kernel(p, sched, t), in);
+  CHECK(tolerance_ratio(got[0], ref.at("probs"), 1e-5, 1e-6) <= 1.0);
+  CHECK(tolerance_ratio(got[1], ref.at("row_max"), 1e-6, 1e-6) <= 1.0);
+  // The masked probabilities are exactly 0.
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = i + 2; j < 7; ++j) CHECK(got[0].data[static_cast<size_t>(i * 7 + j)] == 0.0);
 }

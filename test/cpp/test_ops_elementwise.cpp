@@ -228,6 +228,8 @@ TEST_CASE("binary and ternary operators broadcast like numpy", "[ops][binary]") 
        0},
       // Bitwise operators on integers: exact.
       // clang-format off
+      {"bitwise_not", {}, {{A, DType::I32, -99, 99, true}},
+       ew([](const std::vector<double>& v) { return static_cast<double>(~int64_t(v[0])); }), 0, 0},
       {"bitwise_and", {}, {{A, DType::I32, -99, 99, true}, {B, DType::I32, -99, 99, true}},
        f2([](double a, double b) { return static_cast<double>(int64_t(a) & int64_t(b)); }), 0, 0},
       {"bitwise_or", {}, {{A, DType::I64, -99, 99, true}, {B, DType::I64, -99, 99, true}},

@@ -388,6 +388,18 @@ TEST_CASE("rearrangements move elements like ONNX's reshape-transpose definition
        },
        0,
        0},
+      // CRD: reshape [N, C, H/b, b, W/b, b] -> transpose (0, 1, 3, 5, 2, 4).
+      {"space_to_depth",
+       {{"block", 2}, {"mode", "CRD"}},
+       {{{1, 3, 4, 2}}},
+       [](const V& v) {
+         return gen({1, 12, 2, 1}, [&](const Idx& i) {
+           const int64_t ch = i[1] / 4, b1 = i[1] / 2 % 2, b2 = i[1] % 2;
+           return at(v[0], {i[0], ch, i[2] * 2 + b1, i[3] * 2 + b2});
+         });
+       },
+       0,
+       0},
       {"reverse_sequence",
        {},
        {{{4, 3, 2}}, {{3}, DType::I64, 0, 4, true}},
@@ -605,6 +617,21 @@ TEST_CASE("layer compositions match float64", "[ops][normalization][pooling][con
          });
        },
        1e-4,
+       1e-5},
+      {"lp_pool3d",
+       {{"kernel", {2, 2, 2}}, {"p", 1.0}},
+       {{{1, 1, 4, 4, 2}}},
+       [](const V& v) {
+         return gen({1, 1, 2, 2, 1}, [&](const Idx& i) {
+           double s = 0;
+           for (int64_t a = 0; a < 2; ++a)
+             for (int64_t b = 0; b < 2; ++b)
+               for (int64_t d = 0; d < 2; ++d)
+                 s += std::fabs(at(v[0], {0, 0, i[2] * 2 + a, i[3] * 2 + b, d}));
+           return s;
+         });
+       },
+       1e-5,
        1e-5},
       {"gemm",
        {{"alpha", 0.5}, {"beta", 2.0}, {"trans_a", true}, {"trans_b", true}},

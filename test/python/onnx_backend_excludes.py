@@ -30,8 +30,22 @@ EXCLUDES: dict[str, list[str]] = {
     'a cast from f64 to f16 with several outputs: the JIT misses a symbol': [
         'cast_DOUBLE_to_FLOAT16',
     ],
+    'Attention with nonpad_kv_seqlen (an external KV cache)': [
+        'attention_4d_causal_nonpad_attn_mask_composition', 'attention_4d_causal_nonpad_batch_prefill',
+        'attention_4d_causal_nonpad_continued_prefill',
+        'attention_4d_causal_nonpad_negative_offset_structural_empty', 'attention_4d_causal_padded_kv_bf16',
+        'attention_4d_diff_heads_mask4d_padded_kv', 'attention_4d_gqa_causal_nonpad_decode',
+        'attention_4d_gqa_causal_nonpad_decode_fp16', 'attention_4d_padded_kv_bf16',
+        'attention_local_window_ext_cache_float16_mask', 'attention_local_window_ext_cache_rank2_mask',
+        'attention_local_window_ext_cache_rank3_head_mask', 'attention_local_window_ext_cache_rank4_batch_mask',
+    ],
+    'Resize with antialias': [
+        'resize_downsample_scales_cubic_antialias', 'resize_downsample_scales_linear_antialias',
+        'resize_downsample_sizes_cubic_antialias', 'resize_downsample_sizes_linear_antialias',
+    ],
     'bfloat16 constants (numpy has no bfloat16 type)': [
-        'attention_3d_causal_bf16_expanded', 'attention_4d_causal_bf16_expanded',
+        'attention_3d_causal_bf16_expanded', 'attention_4d_causal_bf16_expanded', 'onehot_with_bfloat16_values',
+        'range_bfloat16_type_positive_delta',
     ],
     'element types PTO has no type for (string, float8, int4, int2, float4)': [
         'cast_FLOAT16_to_FLOAT4E2M1', 'cast_FLOAT16_to_FLOAT8E4M3FN', 'cast_FLOAT16_to_FLOAT8E4M3FNUZ',
@@ -141,52 +155,6 @@ EXCLUDES: dict[str, list[str]] = {
     'operator AffineGrid is not converted yet': [
         'affine_grid_2d', 'affine_grid_2d_align_corners', 'affine_grid_3d', 'affine_grid_3d_align_corners',
     ],
-    'operator Attention is not converted yet': [
-        'attention_23_boolmask_fullymasked_row_nan_robustness',
-        'attention_23_fullymasked_qk_matmul_output_mode3_zero',
-        'attention_24_fullymasked_qk_matmul_output_mode3_zero',
-        'attention_24_qk_matmul_output_mode3_softmax_precision', 'attention_3d', 'attention_3d_attn_mask',
-        'attention_3d_causal', 'attention_3d_causal_bf16', 'attention_3d_diff_heads_sizes',
-        'attention_3d_diff_heads_sizes_attn_mask', 'attention_3d_diff_heads_sizes_causal',
-        'attention_3d_diff_heads_sizes_scaled', 'attention_3d_diff_heads_sizes_softcap',
-        'attention_3d_diff_heads_with_past_and_present', 'attention_3d_gqa', 'attention_3d_gqa_attn_mask',
-        'attention_3d_gqa_causal', 'attention_3d_gqa_scaled', 'attention_3d_gqa_softcap',
-        'attention_3d_gqa_with_past_and_present', 'attention_3d_local_window', 'attention_3d_scaled',
-        'attention_3d_softcap', 'attention_3d_transpose_verification', 'attention_3d_with_past_and_present',
-        'attention_3d_with_past_and_present_qk_matmul', 'attention_3d_with_past_and_present_qk_matmul_bias',
-        'attention_3d_with_past_and_present_qk_matmul_softcap',
-        'attention_3d_with_past_and_present_qk_matmul_softmax', 'attention_4d', 'attention_4d_attn_mask',
-        'attention_4d_attn_mask_3d', 'attention_4d_attn_mask_3d_causal', 'attention_4d_attn_mask_4d',
-        'attention_4d_attn_mask_4d_causal', 'attention_4d_attn_mask_bool', 'attention_4d_attn_mask_bool_4d',
-        'attention_4d_attn_mask_causal_bf16', 'attention_4d_causal', 'attention_4d_causal_bf16',
-        'attention_4d_causal_fp16', 'attention_4d_causal_nonpad_attn_mask_composition',
-        'attention_4d_causal_nonpad_batch_prefill', 'attention_4d_causal_nonpad_continued_prefill',
-        'attention_4d_causal_nonpad_negative_offset_structural_empty', 'attention_4d_causal_padded_kv_bf16',
-        'attention_4d_causal_with_past_and_present', 'attention_4d_diff_heads_mask4d_padded_kv',
-        'attention_4d_diff_heads_sizes', 'attention_4d_diff_heads_sizes_attn_mask',
-        'attention_4d_diff_heads_sizes_causal', 'attention_4d_diff_heads_sizes_scaled',
-        'attention_4d_diff_heads_sizes_softcap', 'attention_4d_diff_heads_with_past_and_present',
-        'attention_4d_diff_heads_with_past_and_present_mask3d',
-        'attention_4d_diff_heads_with_past_and_present_mask4d', 'attention_4d_fp16', 'attention_4d_gqa',
-        'attention_4d_gqa_attn_mask', 'attention_4d_gqa_causal', 'attention_4d_gqa_causal_nonpad_decode',
-        'attention_4d_gqa_causal_nonpad_decode_fp16', 'attention_4d_gqa_scaled', 'attention_4d_gqa_softcap',
-        'attention_4d_gqa_with_past_and_present', 'attention_4d_gqa_with_past_and_present_fp16',
-        'attention_4d_padded_kv_bf16', 'attention_4d_scaled', 'attention_4d_softcap',
-        'attention_4d_softcap_neginf_mask', 'attention_4d_softcap_neginf_mask_poison',
-        'attention_4d_with_past_and_present', 'attention_4d_with_past_and_present_qk_matmul',
-        'attention_4d_with_past_and_present_qk_matmul_bias',
-        'attention_4d_with_past_and_present_qk_matmul_bias_3d_mask',
-        'attention_4d_with_past_and_present_qk_matmul_bias_3d_mask_causal',
-        'attention_4d_with_past_and_present_qk_matmul_bias_4d_mask',
-        'attention_4d_with_past_and_present_qk_matmul_bias_4d_mask_causal', 'attention_4d_with_qk_matmul',
-        'attention_4d_with_qk_matmul_bias', 'attention_4d_with_qk_matmul_softcap',
-        'attention_4d_with_qk_matmul_softmax', 'attention_bidirectional_window',
-        'attention_causal_boolmask_nan_robustness', 'attention_local_window', 'attention_local_window_default',
-        'attention_local_window_ext_cache_float16_mask', 'attention_local_window_ext_cache_rank2_mask',
-        'attention_local_window_ext_cache_rank3_head_mask', 'attention_local_window_ext_cache_rank4_batch_mask',
-        'attention_local_window_gqa_rank4_mask', 'attention_local_window_rank1_boolean_mask',
-        'attention_local_window_with_past',
-    ],
     'operator Bernoulli is not converted yet': [
         'bernoulli', 'bernoulli_double', 'bernoulli_seed',
     ],
@@ -228,22 +196,11 @@ EXCLUDES: dict[str, list[str]] = {
         'basic_deform_conv_with_padding', 'basic_deform_conv_without_padding', 'deform_conv_with_mask_bias',
         'deform_conv_with_multiple_offset_groups',
     ],
-    'operator DequantizeLinear is not converted yet': [
-        'dequantizelinear', 'dequantizelinear_axis', 'dequantizelinear_blocked', 'dequantizelinear_int16',
-        'dequantizelinear_uint16',
-    ],
     'operator Det is not converted yet': [
         'det_2d', 'det_nd',
     ],
     'operator DynamicQuantizeLinear is not converted yet': [
         'dynamicquantizelinear', 'dynamicquantizelinear_max_adjusted', 'dynamicquantizelinear_min_adjusted',
-    ],
-    'operator GRU is not converted yet': [
-        'gru_batchwise', 'gru_bidirectional', 'gru_defaults', 'gru_reverse', 'gru_seq_length',
-        'gru_with_initial_bias',
-    ],
-    'operator GatherND is not converted yet': [
-        'gathernd_example_float32', 'gathernd_example_int32', 'gathernd_example_int32_batch_dim1',
     ],
     'operator GridSample is not converted yet': [
         'gridsample', 'gridsample_aligncorners_true', 'gridsample_bicubic',
@@ -269,10 +226,6 @@ EXCLUDES: dict[str, list[str]] = {
         'image_decoder_decode_bmp_rgb', 'image_decoder_decode_jpeg2k_rgb', 'image_decoder_decode_jpeg_bgr',
         'image_decoder_decode_jpeg_grayscale', 'image_decoder_decode_jpeg_rgb', 'image_decoder_decode_png_rgb',
         'image_decoder_decode_pnm_rgb', 'image_decoder_decode_tiff_rgb', 'image_decoder_decode_webp_rgb',
-    ],
-    'operator LSTM is not converted yet': [
-        'lstm_batchwise', 'lstm_bidirectional', 'lstm_defaults', 'lstm_reverse', 'lstm_with_initial_bias',
-        'lstm_with_peepholes',
     ],
     'operator LinearAttention is not converted yet': [
         'linear_attention_decode_step', 'linear_attention_delta', 'linear_attention_explicit_scale',
@@ -321,42 +274,8 @@ EXCLUDES: dict[str, list[str]] = {
         'qlinearmatmul_2D_uint8_float32', 'qlinearmatmul_3D_int8_float16', 'qlinearmatmul_3D_int8_float32',
         'qlinearmatmul_3D_uint8_float16', 'qlinearmatmul_3D_uint8_float32',
     ],
-    'operator QuantizeLinear is not converted yet': [
-        'dynamicquantizelinear_expanded', 'dynamicquantizelinear_max_adjusted_expanded',
-        'dynamicquantizelinear_min_adjusted_expanded', 'quantizelinear', 'quantizelinear_axis',
-        'quantizelinear_blocked_asymmetric', 'quantizelinear_blocked_symmetric', 'quantizelinear_int16',
-        'quantizelinear_uint16',
-    ],
-    'operator RNN is not converted yet': [
-        'rnn_seq_length', 'simple_rnn_batchwise', 'simple_rnn_bidirectional', 'simple_rnn_defaults',
-        'simple_rnn_reverse', 'simple_rnn_with_initial_bias',
-    ],
     'operator RandomUniformLike is not converted yet': [
         'bernoulli_double_expanded', 'bernoulli_expanded', 'bernoulli_seed_expanded',
-    ],
-    'operator Resize is not converted yet': [
-        'resize_downsample_scales_cubic', 'resize_downsample_scales_cubic_A_n0p5_exclude_outside',
-        'resize_downsample_scales_cubic_align_corners', 'resize_downsample_scales_cubic_antialias',
-        'resize_downsample_scales_linear', 'resize_downsample_scales_linear_align_corners',
-        'resize_downsample_scales_linear_antialias', 'resize_downsample_scales_linear_half_pixel_symmetric',
-        'resize_downsample_scales_nearest', 'resize_downsample_sizes_cubic',
-        'resize_downsample_sizes_cubic_antialias', 'resize_downsample_sizes_linear_antialias',
-        'resize_downsample_sizes_linear_pytorch_half_pixel', 'resize_downsample_sizes_nearest',
-        'resize_downsample_sizes_nearest_not_larger', 'resize_downsample_sizes_nearest_not_smaller',
-        'resize_tf_crop_and_resize', 'resize_tf_crop_and_resize_axes_2_3', 'resize_tf_crop_and_resize_axes_3_2',
-        'resize_tf_crop_and_resize_extrapolation_value', 'resize_upsample_scales_cubic',
-        'resize_upsample_scales_cubic_A_n0p5_exclude_outside', 'resize_upsample_scales_cubic_align_corners',
-        'resize_upsample_scales_cubic_asymmetric', 'resize_upsample_scales_linear',
-        'resize_upsample_scales_linear_align_corners', 'resize_upsample_scales_linear_half_pixel_symmetric',
-        'resize_upsample_scales_nearest', 'resize_upsample_scales_nearest_axes_2_3',
-        'resize_upsample_scales_nearest_axes_3_2', 'resize_upsample_sizes_cubic', 'resize_upsample_sizes_nearest',
-        'resize_upsample_sizes_nearest_axes_2_3', 'resize_upsample_sizes_nearest_axes_3_2',
-        'resize_upsample_sizes_nearest_ceil_half_pixel', 'resize_upsample_sizes_nearest_floor_align_corners',
-        'resize_upsample_sizes_nearest_not_larger', 'resize_upsample_sizes_nearest_not_smaller',
-        'resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric',
-    ],
-    'operator ReverseSequence is not converted yet': [
-        'reversesequence_batch', 'reversesequence_bfloat16', 'reversesequence_time',
     ],
     'operator RoiAlign is not converted yet': [
         'roialign_aligned_false', 'roialign_aligned_true', 'roialign_mode_max',
@@ -383,10 +302,6 @@ EXCLUDES: dict[str, list[str]] = {
     'operator Scatter is not converted yet': [
         'scatter_with_axis', 'scatter_without_axis',
     ],
-    'operator ScatterND is not converted yet': [
-        'scatternd', 'scatternd_add', 'scatternd_max', 'scatternd_max_with_element_indices', 'scatternd_min',
-        'scatternd_min_with_element_indices', 'scatternd_multiply',
-    ],
     'operator SplitToSequence is not converted yet': [
         'split_to_sequence_1', 'split_to_sequence_2', 'split_to_sequence_nokeepdims',
     ],
@@ -402,17 +317,10 @@ EXCLUDES: dict[str, list[str]] = {
         'tfidfvectorizer_tf_onlybigrams_levelempty', 'tfidfvectorizer_tf_onlybigrams_skip5',
         'tfidfvectorizer_tf_uniandbigrams_skip5',
     ],
-    'operator TopK is not converted yet': [
-        'top_k', 'top_k_negative_axis', 'top_k_same_values', 'top_k_same_values_2d', 'top_k_same_values_largest',
-        'top_k_smallest', 'top_k_uint64',
-    ],
     'operator Unique is not converted yet': [
         'unique_bfloat16_sorted_without_axis', 'unique_length_1', 'unique_not_sorted_without_axis',
         'unique_sorted_with_axis', 'unique_sorted_with_axis_3d', 'unique_sorted_with_negative_axis',
         'unique_sorted_without_axis',
-    ],
-    'operator Upsample is not converted yet': [
-        'upsample_nearest',
     ],
     'operators of other domains': [
         'flexattention', 'flexattention_causal_mask', 'flexattention_diff_head_sizes', 'flexattention_double',
@@ -444,9 +352,7 @@ EXCLUDES: dict[str, list[str]] = {
         'sequence_map_identity_2_sequences_expanded',
     ],
     "shape arguments only known at run time (OneHot's depth, float Range bounds)": [
-        'onehot_negative_indices', 'onehot_out_of_range_indices', 'onehot_with_axis', 'onehot_with_bfloat16_values',
-        'onehot_with_negative_axis', 'onehot_without_axis', 'range_bfloat16_type_positive_delta',
-        'range_float16_type_positive_delta', 'range_float_type_positive_delta',
+        'onehot_with_axis', 'onehot_with_negative_axis',
     ],
     'training mode': [
         'batchnorm_epsilon_training_mode', 'batchnorm_example_training_mode', 'training_dropout',
@@ -454,12 +360,9 @@ EXCLUDES: dict[str, list[str]] = {
         'training_dropout_zero_ratio', 'training_dropout_zero_ratio_mask',
     ],
     'wrong results (numerical edge cases) to fix': [
-        'attention_23_boolmask_fullymasked_row_nan_robustness_expanded',
-        'attention_23_fullymasked_qk_matmul_output_mode3_zero_expanded',
-        'attention_24_fullymasked_qk_matmul_output_mode3_zero_expanded',
-        'attention_24_qk_matmul_output_mode3_softmax_precision_expanded', 'attention_4d_causal_fp16_expanded',
-        'attention_4d_causal_nonpad_attn_mask_composition_expanded', 'attention_4d_causal_padded_kv_bf16_expanded',
-        'attention_4d_diff_heads_mask4d_padded_kv_expanded', 'attention_causal_boolmask_nan_robustness_expanded',
-        'attention_local_window_gqa_rank4_mask_expanded',
+        'attention_4d_causal_fp16_expanded', 'attention_4d_gqa_with_past_and_present_fp16',
+        'resize_downsample_scales_cubic_align_corners', 'resize_downsample_scales_linear_align_corners',
+        'resize_upsample_sizes_nearest', 'resize_upsample_sizes_nearest_axes_2_3',
+        'resize_upsample_sizes_nearest_axes_3_2', 'resize_upsample_sizes_nearest_not_larger',
     ],
 }
