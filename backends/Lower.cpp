@@ -471,6 +471,18 @@ class Lowering {
         reads.push_back(n.tensor);
         IRVisitor::visit_access(n);
       }
+      // A compare with an infinite literal compares order keys (integers):
+      // that literal reaches no float arithmetic.
+      void visit_binary(const BinaryNode& n) override {
+        const bool compare = n.op == BinOp::Eq || n.op == BinOp::Ne || n.op == BinOp::Lt ||
+                             n.op == BinOp::Le || n.op == BinOp::Gt || n.op == BinOp::Ge;
+        const auto literal_inf = [](const Expr& e) {
+          const auto* c = e.as<ConstNode>();
+          return c && std::isinf(c->value);
+        };
+        if (!compare || !literal_inf(n.a)) visit(n.a);
+        if (!compare || !literal_inf(n.b)) visit(n.b);
+      }
     } f;
     f.visit(st.value);
     bool r = f.inf;
