@@ -2,7 +2,7 @@
 // local response normalization, mean-variance normalization, Lp
 // normalization and Lp pooling (ONNX's Hardmax, LRN,
 // MeanVarianceNormalization, LpNormalization, LpPool), gemm (BLAS / ONNX
-// Gemm: alpha op(A) op(B) + beta C), cosine similarity and glu. Each row
+// Gemm: alpha op(A) op(B) + beta C), cosine similarity, glu and swiglu. Each row
 // builds on library operators so that the defaults and schedules see the same
 // stages they see when a user writes the composition by hand.
 #include <numeric>
@@ -262,6 +262,23 @@ std::vector<OpInfo> neural_net_ops() {
                [](const Ins& in, const Attrs& a, const std::string& n) {
                  return cosine_similarity(in[0], in[1], a.get<int>("axis"), a.get<double>("eps"),
                                           n);
+               }});
+  r.push_back({"swiglu",
+               OpKind::Elementwise,
+               "a sigmoid(alpha a) b: swish-gated b (alpha; ONNX SwiGLU)",
+               2,
+               2,
+               {{"alpha", S::Float, 1.0}},
+               [](const Ins& in, const Attrs& a, const std::string& n) {
+                 require_float("swiglu", in[0]);
+                 const double alpha = a.get<double>("alpha");
+                 return map(
+                     "swiglu", in,
+                     [&](const std::vector<Expr>& e) {
+                       const Expr x = e[0], y = cast(x.type(), e[1]);
+                       return x / (k(1, x) + unary(UnOp::Exp, k(-alpha, x) * x)) * y;
+                     },
+                     n);
                }});
   r.push_back({"glu",
                OpKind::Elementwise,

@@ -52,7 +52,7 @@ OpInfo reduction(const std::string& name, const std::string& summary,
 std::vector<OpInfo> rows() {
   std::vector<OpInfo> t = unary_ops();
   for (auto family : {elementwise_ops, loss_ops, sort_ops, indexing_ops, rearrange_ops,
-                      neural_net_ops, resize_ops, quantize_ops, recurrent_ops})
+                      neural_net_ops, resize_ops, quantize_ops, recurrent_ops, rotary_ops})
     for (OpInfo& o : family()) t.push_back(std::move(o));
   auto add = [&](OpInfo o) { t.push_back(std::move(o)); };
   add({"cast", OpKind::Elementwise, "convert to dtype (dtype): f64 f32 f16 bf16 i8 i32 i64 bool ...", 1, 1,

@@ -111,5 +111,6 @@ std::vector<OpInfo> neural_net_ops();   // NeuralNet.cpp: hardmax, lrn, lp_pool,
 std::vector<OpInfo> resize_ops();       // Resize.cpp
 std::vector<OpInfo> quantize_ops();     // Quantize.cpp: quantize_linear, dequantize_linear
 std::vector<OpInfo> recurrent_ops();    // Recurrent.cpp: rnn, gru, lstm
+std::vector<OpInfo> rotary_ops();       // Rotary.cpp: rotary_embedding
 
 }  // namespace pto::ops

@@ -6,7 +6,8 @@
 // P sees keys j <= i + P), softcap, and ONNX's fully-masked-row rule (a row
 // whose mask is -inf everywhere gives 0, not NaN). Built from library
 // operators; the masks that depend only on positions are one stage of index
-// arithmetic.
+// arithmetic. Also the transformer pieces next to it: RotaryEmbedding and
+// SwiGLU (library rows of their own).
 #include <cmath>
 
 #include "dsl/ops/Ops.h"
@@ -147,6 +148,21 @@ std::vector<Value> attention(NodeContext& c) {
 
 void add_attention_converters(std::map<std::string, Converter>& t) {
   t["Attention"] = attention;
+  t["RotaryEmbedding"] = [](NodeContext& c) {
+    c.check_attrs({"interleaved", "num_heads", "rotary_embedding_dim"});
+    std::vector<Tensor> in{c.input(0), c.input(1), c.input(2)};
+    if (c.has_input(3)) in.push_back(c.input(3));
+    return one(ops::call("rotary_embedding", in,
+                         {{"interleaved", c.attr_int("interleaved", 0) != 0},
+                          {"rotary_dim", c.attr_int("rotary_embedding_dim", 0)},
+                          {"num_heads", c.attr_int("num_heads", 0)}},
+                         c.out_name()));
+  };
+  t["SwiGLU"] = [](NodeContext& c) {
+    c.check_attrs({"alpha"});
+    return one(ops::call("swiglu", {c.input(0), c.input(1)},
+                         {{"alpha", c.attr_float("alpha", 1.0)}}, c.out_name()));
+  };
 }
 
 }  // namespace pto::onnx

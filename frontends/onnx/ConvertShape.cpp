@@ -3,6 +3,7 @@
 // Range, EyeLike) give constants; the rest are rows of the library with
 // their shape arguments read as constants (Reshape, Slice, Squeeze, Pad,
 // ...) or compositions of rows (DepthToSpace, SpaceToDepth).
+#include <array>
 #include <cmath>
 
 #include "dsl/Error.h"
@@ -85,6 +86,24 @@ std::vector<Value> constant_of_shape(NodeContext& c) {
   return {Value::of(std::move(out))};
 }
 
+// Hann / Hamming / Blackman windows: a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N)
+// with N the size (periodic) or size - 1, a constant of the size known at import.
+std::vector<Value> window_function(NodeContext& c, const std::array<double, 3>& a) {
+  c.check_attrs({"output_datatype", "periodic"});
+  const auto size = c.ints_input(0, "size");
+  if (size.size() != 1 || size[0] < 0 || size[0] > (int64_t{1} << 24))
+    c.fail("size must be one value in [0, 2^24]");
+  const int64_t n = size[0];
+  const double d = static_cast<double>(c.attr_int("periodic", 1) ? n : n - 1);
+  Constant out{
+      dtype_of(static_cast<int32_t>(c.attr_int("output_datatype", 1)), c.where()), {n}, {}};
+  for (int64_t i = 0; i < n; ++i) {
+    const double t = 2 * M_PI * static_cast<double>(i) / d;
+    out.data.push_back(a[0] - a[1] * std::cos(t) + a[2] * std::cos(2 * t));
+  }
+  return {Value::of(std::move(out))};
+}
+
 std::vector<Value> range(NodeContext& c) {
   c.check_attrs({});
   const Constant *s = &c.known_input(0, "start"), *l = &c.known_input(1, "limit"),
@@ -129,6 +148,11 @@ void add_shape_converters(std::map<std::string, Converter>& t) {
   t["ConstantOfShape"] = constant_of_shape;
   t["Range"] = range;
   t["EyeLike"] = eye_like;
+  t["HannWindow"] = [](NodeContext& c) { return window_function(c, {0.5, 0.5, 0.0}); };
+  t["HammingWindow"] = [](NodeContext& c) {
+    return window_function(c, {25.0 / 46.0, 21.0 / 46.0, 0.0});
+  };
+  t["BlackmanWindow"] = [](NodeContext& c) { return window_function(c, {0.42, 0.5, 0.08}); };
   t["Reshape"] = [](NodeContext& c) {
     c.check_attrs({"allowzero"});
     auto shape = c.has_attr("shape") ? c.attr_ints("shape") : c.ints_input(1, "shape");

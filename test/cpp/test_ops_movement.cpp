@@ -146,6 +146,7 @@ TEST_CASE("every operator table row has a schema and a builder that runs on smal
       {"rnn", {{{{3, 2, 4}}, {{1, 5, 4}}, {{1, 5, 5}}}}},
       {"gru", {{{{3, 2, 4}}, {{1, 15, 4}}, {{1, 15, 5}}}}},
       {"lstm", {{{{3, 2, 4}}, {{1, 20, 4}}, {{1, 20, 5}}}}},
+      {"rotary_embedding", {{f4, {{2, 4, 2}}, {{2, 4, 2}}}}},
   };
   const auto& reg = ops::registry();
   CHECK(reg.size() >= 100);

@@ -836,3 +836,68 @@ TEST_CASE("rnn, gru and lstm follow ONNX's equations step by step", "[ops][recur
   };
   check_cases("recurrent", c);
 }
+
+namespace {
+// RoPE over x [b, heads, s, head] (4-D) as ONNX's reference computes it: the
+// pairs rotated by cos / sin of [b, s, rd / 2] (or [positions, rd / 2] at ids).
+HostTensor rope_ref(const V& v, bool interleaved, int64_t rd, const HostTensor* ids) {
+  const HostTensor& x = v[0];
+  const int64_t half = rd / 2;
+  return gen(x.shape, [&](const Idx& i) {
+    const int64_t f = i[3];
+    if (f >= rd) return at(x, i);
+    const int64_t pair = interleaved ? f / 2 : f % half;
+    const bool first = interleaved ? f % 2 == 0 : f < half;
+    const int64_t lo = interleaved ? 2 * pair : pair, hi = interleaved ? lo + 1 : pair + half;
+    const int64_t row = ids ? static_cast<int64_t>(at(*ids, {i[0], i[2]})) : -1;
+    const double c = ids ? at(v[1], {row, pair}) : at(v[1], {i[0], i[2], pair});
+    const double s = ids ? at(v[2], {row, pair}) : at(v[2], {i[0], i[2], pair});
+    const double x1 = at(x, {i[0], i[1], i[2], lo}), x2 = at(x, {i[0], i[1], i[2], hi});
+    return first ? c * x1 - s * x2 : s * x1 + c * x2;
+  });
+}
+}  // namespace
+
+TEST_CASE("rotary_embedding and swiglu match float64", "[ops][rotary]") {
+  const double rt = 1e-5, at_ = 1e-6;
+  std::vector<Case> c = {
+      {"rotary_embedding",
+       {},
+       {{{2, 3, 4, 8}}, {{2, 4, 4}}, {{2, 4, 4}}},
+       [](const V& v) { return rope_ref(v, false, 8, nullptr); },
+       rt,
+       at_},
+      {"rotary_embedding",
+       {{"interleaved", true}, {"rotary_dim", 4}},
+       {{{1, 2, 3, 6}}, {{1, 3, 2}}, {{1, 3, 2}}},
+       [](const V& v) { return rope_ref(v, true, 4, nullptr); },
+       rt,
+       at_},
+      {"rotary_embedding",
+       {},
+       {{{2, 1, 3, 4}}, {{9, 2}}, {{9, 2}}, {{2, 3}, DType::I64, 0, 8, true}},
+       [](const V& v) { return rope_ref(v, false, 4, &v[3]); },
+       rt,
+       at_},
+      // 3-D [b, s, heads * head]: the same rotation per head.
+      {"rotary_embedding",
+       {{"num_heads", 2}},
+       {{{1, 3, 8}}, {{1, 3, 2}}, {{1, 3, 2}}},
+       [](const V& v) {
+         HostTensor x4 = gen({1, 2, 3, 4}, [&](const Idx& i) {
+           return at(v[0], {0, i[2], i[1] * 4 + i[3]});
+         });
+         const HostTensor r = rope_ref({x4, v[1], v[2]}, false, 4, nullptr);
+         return gen({1, 3, 8}, [&](const Idx& i) { return at(r, {0, i[2] / 4, i[1], i[2] % 4}); });
+       },
+       rt,
+       at_},
+      {"swiglu",
+       {{"alpha", 1.5}},
+       {{{3, 4}, DType::F32, -4, 4}, {{3, 4}}},
+       ew([](const std::vector<double>& e) { return e[0] / (1 + std::exp(-1.5 * e[0])) * e[1]; }),
+       rt,
+       at_},
+  };
+  check_cases("rotary", c);
+}

@@ -66,8 +66,9 @@ UNARY = {
     "nan_to_num": np.nan_to_num, "signbit": np.signbit, "isfinite": np.isfinite,
 }
 # Operators with more inputs or required attributes (tested in BINARY or below).
-UNARY_NOT_HERE = {"cast", "clip", "prelu", "where", "bitwise_not", "lerp", "glu", "quantize_linear",
-                  "dequantize_linear"}  # bitwise_not: integers; quantization: a scale input
+# bitwise_not: integers; lerp, swiglu, rotary_embedding, quantization: more inputs; glu: halves.
+UNARY_NOT_HERE = {"cast", "clip", "prelu", "where", "bitwise_not", "lerp", "glu", "swiglu", "rotary_embedding",
+                  "quantize_linear", "dequantize_linear"}
 
 BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "maximum": np.maximum,
