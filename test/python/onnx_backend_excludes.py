@@ -163,9 +163,6 @@ EXCLUDES: dict[str, list[str]] = {
         'bitcast_float64_to_int64', 'bitcast_int32_to_float32', 'bitcast_int64_to_float64', 'bitcast_int8_to_uint8',
         'bitcast_scalar_float32_to_int32', 'bitcast_uint16_to_int16', 'bitcast_uint32_to_int32',
     ],
-    'operator BlackmanWindow is not converted yet': [
-        'blackmanwindow', 'blackmanwindow_symmetric',
-    ],
     'operator CausalConvWithState is not converted yet': [
         'causal_conv_with_state_b1_c1_degenerate', 'causal_conv_with_state_basic',
         'causal_conv_with_state_decode_step', 'causal_conv_with_state_fp16',
@@ -211,12 +208,6 @@ EXCLUDES: dict[str, list[str]] = {
         'gridsample_reflection_padding', 'gridsample_volumetric_bilinear_align_corners_0',
         'gridsample_volumetric_bilinear_align_corners_1', 'gridsample_volumetric_nearest_align_corners_0',
         'gridsample_volumetric_nearest_align_corners_1', 'gridsample_zeros_padding',
-    ],
-    'operator HammingWindow is not converted yet': [
-        'hammingwindow', 'hammingwindow_symmetric',
-    ],
-    'operator HannWindow is not converted yet': [
-        'hannwindow', 'hannwindow_symmetric',
     ],
     'operator If is not converted yet': [
         'affine_grid_2d_align_corners_expanded', 'affine_grid_2d_expanded', 'affine_grid_3d_align_corners_expanded',
@@ -280,12 +271,6 @@ EXCLUDES: dict[str, list[str]] = {
     'operator RoiAlign is not converted yet': [
         'roialign_aligned_false', 'roialign_aligned_true', 'roialign_mode_max',
     ],
-    'operator RotaryEmbedding is not converted yet': [
-        'rotary_embedding', 'rotary_embedding_3d_input', 'rotary_embedding_interleaved',
-        'rotary_embedding_no_position_ids', 'rotary_embedding_no_position_ids_interleaved',
-        'rotary_embedding_no_position_ids_rotary_dim', 'rotary_embedding_with_interleaved_rotary_dim',
-        'rotary_embedding_with_rotary_dim',
-    ],
     'operator STFT is not converted yet': [
         'stft', 'stft_with_window',
     ],
@@ -304,9 +289,6 @@ EXCLUDES: dict[str, list[str]] = {
     ],
     'operator SplitToSequence is not converted yet': [
         'split_to_sequence_1', 'split_to_sequence_2', 'split_to_sequence_nokeepdims',
-    ],
-    'operator SwiGLU is not converted yet': [
-        'swiglu', 'swiglu_alpha', 'swiglu_float16',
     ],
     'operator TensorScatter is not converted yet': [
         'tensorscatter', 'tensorscatter_3d', 'tensorscatter_circular',
