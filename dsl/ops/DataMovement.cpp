@@ -449,7 +449,8 @@ Tensor gather_elements(const Tensor& x, const Tensor& indices, int axis, const s
   return define(op, x, name, vars, indices.shape(), x(idx));
 }
 
-Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, int axis, const std::string& name) {
+Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, int axis,
+               const std::string& name, const std::string& reduction) {
   const std::string op = "scatter";
   require_int(op, indices);
   const int r = x.rank();
@@ -487,6 +488,9 @@ Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, in
   Program p = x.program();
   std::string out;
   pick(p, name, op, out);
+  if (reduction != "none")
+    return combine_updates(op, out, x, vars, {{"r", indices.shape()[static_cast<size_t>(a)]}}, hit,
+                           updates(ii), reduction);
   // The last update position r that targets this element (or -1): last write wins.
   const Tensor last = p.define_reduce(p.unique_name(out + "_src"), vars, x.shape(), ReduceOp::Max,
                                       {{"r", indices.shape()[static_cast<size_t>(a)]}},

@@ -139,31 +139,36 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
     return p.define(out, vars, data.shape(), select(src >= 0, updates(at_src), old),
                     OpKind::DataMovement, op);
   }
+  return combine_updates(op, out, data, vars, rv, hit, updates(at_upd), reduction);
+}
+
+}  // namespace
+
+Tensor combine_updates(const std::string& op, const std::string& out, const Tensor& data,
+                       const std::vector<std::string>& vars, const std::vector<RVar>& rv,
+                       const Expr& hit, const Expr& update, const std::string& reduction) {
   const ReduceOp ro = reduction == "add"   ? ReduceOp::Sum
                       : reduction == "mul" ? ReduceOp::Prod
                       : reduction == "max" ? ReduceOp::Max
                                            : ReduceOp::Min;
-  // Updates that miss contribute the identity; max / min also count the hits
-  // so an element no update targets keeps its value.
+  if (reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+    throw DefinitionError(op + ": reduction '" + reduction +
+                          "' is not one of none, add, mul, max, min");
+  Program p = data.program();
   const DType t = data.dtype();
-  const double lowest =
-      is_float(t) ? -INFINITY : (is_unsigned(t) ? 0 : -std::ldexp(1.0, bits(t) - 1));
-  const double highest =
-      is_float(t) ? INFINITY : std::ldexp(1.0, bits(t) - (is_unsigned(t) ? 0 : 1)) - 1;
-  const double identity = ro == ReduceOp::Sum    ? 0
-                          : ro == ReduceOp::Prod ? 1
-                          : ro == ReduceOp::Max  ? lowest
-                                                 : highest;
-  const Tensor acc = p.define_reduce(p.unique_name(out + "_acc"), vars, data.shape(), ro, rv,
-                                     select(hit, updates(at_upd), make_const(identity, t)),
-                                     OpKind::DataMovement, op);
-  const Expr v = acc(vars_of(vars));
+  // Updates that miss contribute the identity; max / min also count the hits
+  // so that an element no update targets keeps its value.
+  const Tensor acc =
+      p.define_reduce(p.unique_name(out + "_acc"), vars, data.shape(), ro, rv,
+                      select(hit, cast(t, update), make_const(reduction_identity(ro, t), t)),
+                      OpKind::DataMovement, op);
+  const Expr old = data(vars_of(vars)), v = acc(vars_of(vars));
   Expr value;
-  if (ro == ReduceOp::Sum)
+  if (ro == ReduceOp::Sum) {
     value = old + v;
-  else if (ro == ReduceOp::Prod)
+  } else if (ro == ReduceOp::Prod) {
     value = old * v;
-  else {
+  } else {
     const Tensor hits =
         p.define_reduce(p.unique_name(out + "_hits"), vars, data.shape(), ReduceOp::Sum, rv,
                         select(hit, make_const(1, DType::I32), make_const(0, DType::I32)),
@@ -172,8 +177,6 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
   }
   return p.define(out, vars, data.shape(), value, OpKind::DataMovement, op);
 }
-
-}  // namespace
 
 std::vector<OpInfo> indexing_ops() {
   std::vector<OpInfo> r;

@@ -50,6 +50,15 @@ std::vector<int> normalize_axes(const std::string& op, const std::vector<int>& a
 // are static, else a read of a rank-0 stage `<prefix>_count` that sums ones
 // (the IR has no node for the value of a symbolic size).
 Expr element_count(Program p, const std::string& prefix, const std::vector<Dim>& dims, DType t);
+// The identity of a reduction in type t: 0, 1, or the lowest / highest value
+// (-inf / +inf for floats) for max / min.
+double reduction_identity(ReduceOp op, DType t);
+// A scatter's output `out` over `data`'s shape: data combined (reduction add,
+// mul, max or min) with the updates `update` at the reduction positions `rv`
+// where `hit` holds (Indexing.cpp; scatter and scatter_nd).
+Tensor combine_updates(const std::string& op, const std::string& out, const Tensor& data,
+                       const std::vector<std::string>& vars, const std::vector<RVar>& rv,
+                       const Expr& hit, const Expr& update, const std::string& reduction);
 // Requires a floating-point tensor; throws DTypeError naming op and tensor.
 void require_float(const std::string& op, const Tensor& x);
 // Requires a static dim; throws ShapeError naming op, tensor and dim.
@@ -267,7 +276,9 @@ Tensor gather(const Tensor& x, const Tensor& indices, int axis = 0, const std::s
 Tensor gather_elements(const Tensor& x, const Tensor& indices, int axis = 0, const std::string& name = "");
 // ONNX ScatterElements (torch.scatter): a copy of x with updates written at
 // indices along axis; for repeated indices the last update wins. Out-of-range indices are ignored.
-Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, int axis = 0, const std::string& name = "");
+// reduction: "none" (the last update wins), "add", "mul", "max" or "min" (combined with x's value).
+Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, int axis = 0,
+               const std::string& name = "", const std::string& reduction = "none");
 // table [V, D], ids [...] integer -> [..., D]
 Tensor embedding(const Tensor& table, const Tensor& ids, const std::string& name = "");
 // numpy tile (repeats per dim, aligned to the trailing dims).

@@ -4,6 +4,7 @@
 // reduction (define_reduce), so schedules can tile and reorder it. Symbolic
 // reduced dims are supported: counts come from element_count().
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "dsl/ops/Ops.h"
@@ -16,6 +17,18 @@ int normalize_axis(const std::string& op, int axis, int rank) {
     throw ShapeError(op + ": axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) +
                      " (valid: " + std::to_string(-rank) + " .. " + std::to_string(rank - 1) + ")");
   return a;
+}
+
+double reduction_identity(ReduceOp op, DType t) {
+  const double lowest = is_float(t)      ? -INFINITY
+                        : is_unsigned(t) ? 0
+                                         : -std::ldexp(1.0, bits(t) - 1);
+  const double highest =
+      is_float(t) ? INFINITY : std::ldexp(1.0, bits(t) - (is_unsigned(t) ? 0 : 1)) - 1;
+  return op == ReduceOp::Sum    ? 0
+         : op == ReduceOp::Prod ? 1
+         : op == ReduceOp::Max  ? lowest
+                                : highest;
 }
 
 namespace {

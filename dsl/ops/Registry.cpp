@@ -209,8 +209,17 @@ std::vector<OpInfo> rows() {
        [](const Ins& in, const Attrs& a, const std::string& n) { return gather(in[0], in[1], a.get<int>("axis"), n); }});
   add({"gather_elements", kD, "per-element gather along an axis (ONNX GatherElements)", 2, 2, {{"axis", I, 0}},
        [](const Ins& in, const Attrs& a, const std::string& n) { return gather_elements(in[0], in[1], a.get<int>("axis"), n); }});
-  add({"scatter", kD, "per-element scatter along an axis, last write wins (ONNX ScatterElements)", 3, 3, {{"axis", I, 0}},
-       [](const Ins& in, const Attrs& a, const std::string& n) { return scatter(in[0], in[1], in[2], a.get<int>("axis"), n); }});
+  add({"scatter",
+       kD,
+       "per-element scatter along an axis: last write wins, or add / mul / max / min (ONNX "
+       "ScatterElements)",
+       3,
+       3,
+       {{"axis", I, 0}, {"reduction", S, "none"}},
+       [](const Ins& in, const Attrs& a, const std::string& n) {
+         return scatter(in[0], in[1], in[2], a.get<int>("axis"), n,
+                        a.get<std::string>("reduction"));
+       }});
   add({"embedding", kD, "rows of a [vocab, dim] table by id", 2, 2, {},
        [](const Ins& in, const Attrs&, const std::string& n) { return embedding(in[0], in[1], n); }});
   add({"tile", kD, "numpy tile (repeats)", 1, 1, {{"repeats", L, nullptr, true}},

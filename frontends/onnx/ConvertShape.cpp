@@ -281,11 +281,10 @@ void add_shape_converters(std::map<std::string, Converter>& t) {
   };
   t["ScatterElements"] = [](NodeContext& c) {
     c.check_attrs({"axis", "reduction"});
-    if (c.attr_string("reduction", "none") != "none")
-      c.fail("reduction '" + c.attr_string("reduction") + "' is not supported (none only)");
     const Tensor x = c.input(0);
     return one(ops::call("scatter", {x, c.input(1), c.input(2)},
-                         {{"axis", normalize_axis(c.attr_int("axis", 0), x.rank(), c)}},
+                         {{"axis", normalize_axis(c.attr_int("axis", 0), x.rank(), c)},
+                          {"reduction", c.attr_string("reduction", "none")}},
                          c.out_name()));
   };
   t["Expand"] = [](NodeContext& c) {

@@ -23,56 +23,252 @@ Ref moved(Idx shape, std::function<Idx(const Idx&)> f) {
 TEST_CASE("data movement operators match float64 index maps", "[ops][movement]") {
   std::vector<Case> c = {
       {"identity", {}, {{{n, 3}}}, ew([](const std::vector<double>& v) { return v[0]; }), 0, 0},
-      {"transpose", {{"perm", {2, 0, 1}}}, {{{2, 3, 5}}}, moved({5, 2, 3}, [](const Idx& i) { return Idx{i[1], i[2], i[0]}; }), 0, 0},
-      {"reshape", {{"shape", {3, -1, 2}}}, {{{2, 3, 5}}},
-       moved({3, 5, 2}, [](const Idx& i) { const int64_t f = (i[0] * 5 + i[1]) * 2 + i[2]; return Idx{f / 15, f / 5 % 3, f % 5}; }), 0, 0},
-      {"flatten", {{"axis", 1}}, {{{n, 3, 2}}}, [](const V& v) { HostTensor r = v[0]; r.shape = {r.shape[0], 6}; return r; }, 0, 0},
-      {"squeeze", {{"axes", {1}}}, {{{3, 1, 4}}}, moved({3, 4}, [](const Idx& i) { return Idx{i[0], 0, i[1]}; }), 0, 0},
-      {"unsqueeze", {{"axes", {0, 3}}}, {{{3, 4}}}, moved({1, 3, 4, 1}, [](const Idx& i) { return Idx{i[1], i[2]}; }), 0, 0},
-      {"broadcast_to", {{"shape", {2, 3, 4}}}, {{{3, 1}}}, moved({2, 3, 4}, [](const Idx& i) { return Idx{i[1], 0}; }), 0, 0},
-      {"slice", {{"starts", {1, -1}}, {"ends", {7, -100}}, {"axes", {0, 1}}, {"steps", {2, -2}}}, {{{7, 5}}},
-       moved({3, 3}, [](const Idx& i) { return Idx{1 + 2 * i[0], 4 - 2 * i[1]}; }), 0, 0},
-      {"concat", {{"axis", 1}}, {{{2, 3}}, {{2, 1}}, {{2, 2}}},
+      {"transpose",
+       {{"perm", {2, 0, 1}}},
+       {{{2, 3, 5}}},
+       moved({5, 2, 3},
+             [](const Idx& i) {
+               return Idx{i[1], i[2], i[0]};
+             }),
+       0,
+       0},
+      {"reshape",
+       {{"shape", {3, -1, 2}}},
+       {{{2, 3, 5}}},
+       moved({3, 5, 2},
+             [](const Idx& i) {
+               const int64_t f = (i[0] * 5 + i[1]) * 2 + i[2];
+               return Idx{f / 15, f / 5 % 3, f % 5};
+             }),
+       0,
+       0},
+      {"flatten",
+       {{"axis", 1}},
+       {{{n, 3, 2}}},
+       [](const V& v) {
+         HostTensor r = v[0];
+         r.shape = {r.shape[0], 6};
+         return r;
+       },
+       0,
+       0},
+      {"squeeze",
+       {{"axes", {1}}},
+       {{{3, 1, 4}}},
+       moved({3, 4},
+             [](const Idx& i) {
+               return Idx{i[0], 0, i[1]};
+             }),
+       0,
+       0},
+      {"unsqueeze",
+       {{"axes", {0, 3}}},
+       {{{3, 4}}},
+       moved({1, 3, 4, 1},
+             [](const Idx& i) {
+               return Idx{i[1], i[2]};
+             }),
+       0,
+       0},
+      {"broadcast_to",
+       {{"shape", {2, 3, 4}}},
+       {{{3, 1}}},
+       moved({2, 3, 4},
+             [](const Idx& i) {
+               return Idx{i[1], 0};
+             }),
+       0,
+       0},
+      {"slice",
+       {{"starts", {1, -1}}, {"ends", {7, -100}}, {"axes", {0, 1}}, {"steps", {2, -2}}},
+       {{{7, 5}}},
+       moved({3, 3},
+             [](const Idx& i) {
+               return Idx{1 + 2 * i[0], 4 - 2 * i[1]};
+             }),
+       0,
+       0},
+      {"concat",
+       {{"axis", 1}},
+       {{{2, 3}}, {{2, 1}}, {{2, 2}}},
        [](const V& v) {
          return gen({2, 6}, [&](const Idx& i) {
            return i[1] < 3 ? at(v[0], i) : i[1] < 4 ? at(v[1], {i[0], 0}) : at(v[2], {i[0], i[1] - 4});
          });
-       }, 0, 0},
-      {"stack", {{"axis", 1}}, {{{n, 2}}, {{n, 2}}},
-       [](const V& v) { return gen({v[0].shape[0], 2, 2}, [&](const Idx& i) { return at(v[i[1]], {i[0], i[2]}); }); }, 0, 0},
-      {"split", {{"axis", 0}, {"sizes", {2, 5}}, {"index", 1}}, {{{7, 3}}}, moved({5, 3}, [](const Idx& i) { return Idx{i[0] + 2, i[1]}; }), 0, 0},
-      {"pad", {{"pads", {1, 0, 2, 3}}, {"value", 0.5}}, {{{3, 4}}},
+       },
+       0,
+       0},
+      {"stack",
+       {{"axis", 1}},
+       {{{n, 2}}, {{n, 2}}},
+       [](const V& v) {
+         return gen({v[0].shape[0], 2, 2}, [&](const Idx& i) { return at(v[i[1]], {i[0], i[2]}); });
+       },
+       0,
+       0},
+      {"split",
+       {{"axis", 0}, {"sizes", {2, 5}}, {"index", 1}},
+       {{{7, 3}}},
+       moved({5, 3},
+             [](const Idx& i) {
+               return Idx{i[0] + 2, i[1]};
+             }),
+       0,
+       0},
+      {"pad",
+       {{"pads", {1, 0, 2, 3}}, {"value", 0.5}},
+       {{{3, 4}}},
        [](const V& v) {
          return gen({6, 7}, [&](const Idx& i) { return i[0] >= 1 && i[0] < 4 && i[1] < 4 ? at(v[0], {i[0] - 1, i[1]}) : 0.5; });
-       }, 0, 0},
-      {"pad", {{"pads", {2, 3}}, {"mode", "reflect"}}, {{{5}}},
-       moved({10}, [](const Idx& i) { int64_t j = i[0] - 2; j = j < 0 ? -j : j > 4 ? 8 - j : j; return Idx{j}; }), 0, 0},
-      {"pad", {{"pads", {0, 1, 0, 2}}, {"mode", "edge"}}, {{{n, 3}}},
-       [](const V& v) { return gen({v[0].shape[0], 6}, [&](const Idx& i) { return at(v[0], {i[0], std::clamp<int64_t>(i[1] - 1, 0, 2)}); }); }, 0, 0},
-      {"gather", {{"axis", 1}}, {{{3, 5}}, {{2, 2}, DType::I32, -5, 4, true}},
+       },
+       0,
+       0},
+      {"pad",
+       {{"pads", {2, 3}}, {"mode", "reflect"}},
+       {{{5}}},
+       moved({10},
+             [](const Idx& i) {
+               int64_t j = i[0] - 2;
+               j = j < 0 ? -j : j > 4 ? 8 - j : j;
+               return Idx{j};
+             }),
+       0,
+       0},
+      {"pad",
+       {{"pads", {0, 1, 0, 2}}, {"mode", "edge"}},
+       {{{n, 3}}},
+       [](const V& v) {
+         return gen({v[0].shape[0], 6}, [&](const Idx& i) {
+           return at(v[0], {i[0], std::clamp<int64_t>(i[1] - 1, 0, 2)});
+         });
+       },
+       0,
+       0},
+      {"gather",
+       {{"axis", 1}},
+       {{{3, 5}}, {{2, 2}, DType::I32, -5, 4, true}},
        [](const V& v) {
          return gen({3, 2, 2}, [&](const Idx& i) { int64_t k = static_cast<int64_t>(at(v[1], {i[1], i[2]})); return at(v[0], {i[0], k < 0 ? k + 5 : k}); });
-       }, 0, 0},
-      {"gather_elements", {{"axis", 0}}, {{{4, 3}}, {{2, 3}, DType::I64, 0, 3, true}},
-       [](const V& v) { return gen({2, 3}, [&](const Idx& i) { return at(v[0], {static_cast<int64_t>(at(v[1], i)), i[1]}); }); }, 0, 0},
-      {"scatter", {{"axis", 1}}, {{{3, 5}}, {{3, 2}, DType::I32, 0, 4, true}, {{3, 2}}},
+       },
+       0,
+       0},
+      {"gather_elements",
+       {{"axis", 0}},
+       {{{4, 3}}, {{2, 3}, DType::I64, 0, 3, true}},
+       [](const V& v) {
+         return gen({2, 3}, [&](const Idx& i) {
+           return at(v[0], {static_cast<int64_t>(at(v[1], i)), i[1]});
+         });
+       },
+       0,
+       0},
+      {"scatter",
+       {{"axis", 1}},
+       {{{3, 5}}, {{3, 2}, DType::I32, 0, 4, true}, {{3, 2}}},
        [](const V& v) {
          HostTensor r = v[0];
          for_each(v[1].shape, [&](const Idx& i) { at(r, {i[0], static_cast<int64_t>(at(v[1], i))}) = at(v[2], i); });
          return r;
-       }, 0, 0},
-      {"embedding", {}, {{{6, 3}}, {{n}, DType::I32, 0, 5, true}},
-       [](const V& v) { return gen({v[1].shape[0], 3}, [&](const Idx& i) { return at(v[0], {static_cast<int64_t>(v[1].data[i[0]]), i[1]}); }); }, 0, 0},
-      {"tile", {{"repeats", {2, 1, 3}}}, {{{2, 3}}}, moved({2, 2, 9}, [](const Idx& i) { return Idx{i[1], i[2] % 3}; }), 0, 0},
-      {"repeat", {{"repeats", 3}, {"axis", 0}}, {{{2, 3}}}, moved({6, 3}, [](const Idx& i) { return Idx{i[0] / 3, i[1]}; }), 0, 0},
-      {"flip", {{"axes", {1}}}, {{{2, 5}}}, moved({2, 5}, [](const Idx& i) { return Idx{i[0], 4 - i[1]}; }), 0, 0},
-      {"roll", {{"shifts", {-2}}, {"axes", {1}}}, {{{2, 5}}}, moved({2, 5}, [](const Idx& i) { return Idx{i[0], (i[1] + 2) % 5}; }), 0, 0},
-      {"one_hot", {{"depth", 4}, {"axis", 0}, {"on_value", 2.0}, {"off_value", -1.0}}, {{{n}, DType::I32, -4, 3, true}},
+       },
+       0,
+       0},
+      // With a reduction: duplicate targets all combine (indices 0..4 in 3 x 4 draws repeat).
+      {"scatter",
+       {{"axis", 1}, {"reduction", "add"}},
+       {{{3, 5}}, {{3, 4}, DType::I32, 0, 4, true}, {{3, 4}}},
+       [](const V& v) {
+         HostTensor r = v[0];
+         for_each(v[1].shape, [&](const Idx& i) {
+           at(r, {i[0], static_cast<int64_t>(at(v[1], i))}) += at(v[2], i);
+         });
+         return r;
+       },
+       1e-6,
+       1e-6},
+      {"scatter",
+       {{"axis", 0}, {"reduction", "max"}},
+       {{{4, 2}}, {{3, 2}, DType::I64, -4, 3, true}, {{3, 2}}},
+       [](const V& v) {
+         HostTensor r = v[0];
+         for_each(v[1].shape, [&](const Idx& i) {
+           const int64_t k = static_cast<int64_t>(at(v[1], i));
+           double& d = at(r, {k < 0 ? k + 4 : k, i[1]});
+           d = std::max(d, at(v[2], i));
+         });
+         return r;
+       },
+       0,
+       0},
+      {"embedding",
+       {},
+       {{{6, 3}}, {{n}, DType::I32, 0, 5, true}},
+       [](const V& v) {
+         return gen({v[1].shape[0], 3}, [&](const Idx& i) {
+           return at(v[0], {static_cast<int64_t>(v[1].data[i[0]]), i[1]});
+         });
+       },
+       0,
+       0},
+      {"tile",
+       {{"repeats", {2, 1, 3}}},
+       {{{2, 3}}},
+       moved({2, 2, 9},
+             [](const Idx& i) {
+               return Idx{i[1], i[2] % 3};
+             }),
+       0,
+       0},
+      {"repeat",
+       {{"repeats", 3}, {"axis", 0}},
+       {{{2, 3}}},
+       moved({6, 3},
+             [](const Idx& i) {
+               return Idx{i[0] / 3, i[1]};
+             }),
+       0,
+       0},
+      {"flip",
+       {{"axes", {1}}},
+       {{{2, 5}}},
+       moved({2, 5},
+             [](const Idx& i) {
+               return Idx{i[0], 4 - i[1]};
+             }),
+       0,
+       0},
+      {"roll",
+       {{"shifts", {-2}}, {"axes", {1}}},
+       {{{2, 5}}},
+       moved({2, 5},
+             [](const Idx& i) {
+               return Idx{i[0], (i[1] + 2) % 5};
+             }),
+       0,
+       0},
+      {"one_hot",
+       {{"depth", 4}, {"axis", 0}, {"on_value", 2.0}, {"off_value", -1.0}},
+       {{{n}, DType::I32, -4, 3, true}},
        [](const V& v) {
          return gen({4, v[0].shape[0]}, [&](const Idx& i) { int64_t k = static_cast<int64_t>(v[0].data[i[1]]); return (k < 0 ? k + 4 : k) == i[0] ? 2.0 : -1.0; });
-       }, 0, 0},
-      {"tril", {{"k", 0}}, {{{2, 3, 4}}}, [](const V& v) { return gen({2, 3, 4}, [&](const Idx& i) { return i[2] <= i[1] ? at(v[0], i) : 0.0; }); }, 0, 0},
-      {"triu", {{"k", 1}}, {{{3, 4}}}, [](const V& v) { return gen({3, 4}, [&](const Idx& i) { return i[1] - i[0] >= 1 ? at(v[0], i) : 0.0; }); }, 0, 0},
+       },
+       0,
+       0},
+      {"tril",
+       {{"k", 0}},
+       {{{2, 3, 4}}},
+       [](const V& v) {
+         return gen({2, 3, 4}, [&](const Idx& i) { return i[2] <= i[1] ? at(v[0], i) : 0.0; });
+       },
+       0,
+       0},
+      {"triu",
+       {{"k", 1}},
+       {{{3, 4}}},
+       [](const V& v) {
+         return gen({3, 4}, [&](const Idx& i) { return i[1] - i[0] >= 1 ? at(v[0], i) : 0.0; });
+       },
+       0,
+       0},
   };
   check_cases("movement", c);
 }

@@ -23,10 +23,6 @@ EXCLUDES: dict[str, list[str]] = {
     'Pad mode wrap': [
         'wrap_pad',
     ],
-    'ScatterElements with a reduction': [
-        'scatter_elements_with_duplicate_indices', 'scatter_elements_with_reduction_max',
-        'scatter_elements_with_reduction_min', 'scatter_elements_with_reduction_mul',
-    ],
     'a cast from f64 to f16 with several outputs: the JIT misses a symbol': [
         'cast_DOUBLE_to_FLOAT16',
     ],
