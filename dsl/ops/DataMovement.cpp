@@ -30,17 +30,6 @@ Tensor define(const std::string& op, const Tensor& x, const std::string& name, c
   return p.define(pick(p, name, op, n), vars, shape, value, OpKind::DataMovement, op);
 }
 
-// Wraps a negative index once, then clamps into [0, n).
-Expr wrap_clamp(const Expr& idx, int64_t n) {
-  const Expr i = cast(DType::I32, idx);
-  return clamp(select(i < 0, i + static_cast<int>(n), i), 0, static_cast<int>(n - 1));
-}
-
-void require_int(const std::string& op, const Tensor& t) {
-  if (!is_int(t.dtype()))
-    throw DTypeError(op + ": indices '" + t.name() + "' must be an integer type, is " + std::string(to_string(t.dtype())));
-}
-
 void same_program(const std::string& op, const std::vector<Tensor>& xs) {
   for (const Tensor& t : xs) {
     if (!t.defined()) throw DefinitionError(op + ": an input is undefined");
@@ -155,6 +144,17 @@ Tensor gather_impl(const std::string& op, const Tensor& x, const Tensor& indices
 }
 
 }  // namespace
+
+Expr wrap_clamp(const Expr& idx, int64_t n) {
+  const Expr i = cast(DType::I32, idx);
+  return clamp(select(i < 0, i + static_cast<int>(n), i), 0, static_cast<int>(n - 1));
+}
+
+void require_int(const std::string& op, const Tensor& t) {
+  if (!is_int(t.dtype()))
+    throw DTypeError(op + ": indices '" + t.name() + "' must be an integer type, is " +
+                     std::string(to_string(t.dtype())));
+}
 
 Tensor identity(const Tensor& x, const std::string& name) {
   return map("identity", {x}, [](const std::vector<Expr>& v) { return v[0]; }, name);

@@ -94,8 +94,7 @@ Expr logaddexp(const Expr& a0, const Expr& b0, bool base2) {
   const Expr m = max(a, b);
   const Expr d = -unary(UnOp::Abs, a - b);
   const Expr t = unary(UnOp::Exp, base2 ? d * k(M_LN2, d) : d);  // in (0, 1]
-  const Expr u = k(1, t) + t;
-  const Expr l1p = select(u == k(1, t), t, unary(UnOp::Log, u) * t / (u - k(1, t)));  // log1p(t)
+  const Expr l1p = log1p_expr(t);
   const Expr tail = base2 ? l1p * k(1 / M_LN2, l1p) : l1p;
   return select(a == b, a + k(base2 ? 1.0 : M_LN2, a), m + tail);
 }

@@ -19,22 +19,10 @@ namespace {
 
 using Ins = std::vector<Tensor>;
 
-void require_index(const std::string& op, const Tensor& t) {
-  if (!is_int(t.dtype()))
-    throw DTypeError(op + ": indices '" + t.name() + "' must be an integer type, is " +
-                     std::string(to_string(t.dtype())));
-}
-
-// Position component `e` (an index expression) of dim `n`, negatives wrapped, clamped into range.
-Expr wrapped(const Expr& e, int64_t n) {
-  const Expr i = cast(DType::I32, e);
-  return clamp(select(i < 0, i + static_cast<int>(n), i), 0, static_cast<int>(n - 1));
-}
-
 Tensor gather_nd(const Tensor& data, const Tensor& indices, int batch_dims,
                  const std::string& name) {
   const std::string op = "gather_nd";
-  require_index(op, indices);
+  require_int(op, indices);
   const int b = batch_dims, r = data.rank(), q = indices.rank();
   if (q < 1 || b < 0 || b >= q || b > r)
     throw ShapeError(op + ": batch_dims " + std::to_string(b) +
@@ -60,7 +48,7 @@ Tensor gather_nd(const Tensor& data, const Tensor& indices, int batch_dims,
   for (int64_t c = 0; c < depth; ++c) {
     std::vector<Expr> ic = at_idx;
     ic.push_back(static_cast<int>(c));
-    at_data.push_back(wrapped(indices(ic), static_dim(op, data, b + static_cast<int>(c))));
+    at_data.push_back(wrap_clamp(indices(ic), static_dim(op, data, b + static_cast<int>(c))));
   }
   for (size_t k = static_cast<size_t>(q - 1); k < vars.size(); ++k) at_data.push_back(var(vars[k]));
   Program p = data.program();
@@ -71,7 +59,7 @@ Tensor gather_nd(const Tensor& data, const Tensor& indices, int batch_dims,
 Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates,
                   const std::string& reduction, const std::string& name) {
   const std::string op = "scatter_nd";
-  require_index(op, indices);
+  require_int(op, indices);
   if (updates.dtype() != data.dtype())
     throw DTypeError(op + ": updates '" + updates.name() + "' are " +
                      std::string(to_string(updates.dtype())) + " but '" + data.name() + "' is " +
@@ -107,7 +95,7 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
   for (int64_t c = 0; c < depth; ++c) {
     std::vector<Expr> ic = at_u;
     ic.push_back(static_cast<int>(c));
-    const Expr e = wrapped(indices(ic), static_dim(op, data, static_cast<int>(c))) ==
+    const Expr e = wrap_clamp(indices(ic), static_dim(op, data, static_cast<int>(c))) ==
                    var(vars[static_cast<size_t>(c)]);
     hit = hit.defined() ? (hit && e) : e;
   }

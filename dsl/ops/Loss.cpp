@@ -137,9 +137,7 @@ std::vector<OpInfo> loss_ops() {
       [](const Expr& x, const Expr& y, const Attrs&) {
         // max(x, 0) - x y + log(1 + e^-|x|)
         const Expr t = unary(UnOp::Exp, -unary(UnOp::Abs, x));
-        const Expr u = k(1, t) + t;
-        const Expr l1p = select(u == k(1, t), t, unary(UnOp::Log, u) * t / (u - k(1, t)));
-        return max(x, k(0, x)) - x * y + l1p;
+        return max(x, k(0, x)) - x * y + log1p_expr(t);
       }));
   r.push_back(pointwise("kl_div",
                         "target (log target - input) with input as log-probabilities, 0 where "

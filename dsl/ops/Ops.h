@@ -59,6 +59,13 @@ double reduction_identity(ReduceOp op, DType t);
 Tensor combine_updates(const std::string& op, const std::string& out, const Tensor& data,
                        const std::vector<std::string>& vars, const std::vector<RVar>& rv,
                        const Expr& hit, const Expr& update, const std::string& reduction);
+// An index read from data: a negative one wrapped once, then clamped into
+// [0, n) so that a bad index never reads outside the buffer (DataMovement.cpp).
+Expr wrap_clamp(const Expr& idx, int64_t n);
+// Requires an integer index tensor; throws DTypeError naming op and tensor.
+void require_int(const std::string& op, const Tensor& t);
+// log(1 + x) accurate near 0, as an expression (Unary.cpp; the log1p row).
+Expr log1p_expr(const Expr& x);
 // Requires a floating-point tensor; throws DTypeError naming op and tensor.
 void require_float(const std::string& op, const Tensor& x);
 // Requires a static dim; throws ShapeError naming op, tensor and dim.

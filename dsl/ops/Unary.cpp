@@ -32,15 +32,6 @@ Expr expm1_expr(const Expr& x0) {
                        select(u == k(std::numeric_limits<double>::infinity(), x), u,
                               um1 * x / unary(UnOp::Log, u))));
 }
-// log(1 + x) accurate near 0: u = 1 + x; log(u) * x / (u - 1), exact when u == 1
-// (and u itself at +Inf).
-Expr log1p_expr(const Expr& x0) {
-  const Expr x = fl(x0);
-  const Expr u = k(1, x) + x;
-  return select(u == k(1, x), x,
-                select(u == k(std::numeric_limits<double>::infinity(), x), u,
-                       unary(UnOp::Log, u) * x / (u - k(1, x))));
-}
 Expr sigmoid_expr(const Expr& x0) {
   const Expr x = fl(x0);
   return k(1, x) / (k(1, x) + unary(UnOp::Exp, -x));
@@ -85,6 +76,15 @@ AttrSpec number(const char* name, double def) { return {name, AttrType::Float, d
 
 }  // namespace
 
+// log(1 + x) accurate near 0: u = 1 + x; log(u) * x / (u - 1), exact when u == 1
+// (and u itself at +Inf).
+Expr log1p_expr(const Expr& x0) {
+  const Expr x = fl(x0);
+  const Expr u = k(1, x) + x;
+  return select(u == k(1, x), x,
+                select(u == k(std::numeric_limits<double>::infinity(), x), u,
+                       unary(UnOp::Log, u) * x / (u - k(1, x))));
+}
 std::vector<OpInfo> unary_ops() {
   std::vector<OpInfo> r;
   for (const Direct& d : kDirect)

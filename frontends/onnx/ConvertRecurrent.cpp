@@ -52,14 +52,14 @@ Converter recurrent(const std::string& kind) {
     const ops::RecurrentResult r = ops::recurrent(in, p, batch_first ? "" : c.out_name(0));
     std::vector<Value> out;
     out.push_back(Value::of(batch_first ? ops::transpose(r.y, {2, 0, 1, 3}, c.out_name(0)) : r.y));
-    if (c.has_output(1))
-      out.push_back(Value::of(
-          ops::transpose(r.h, batch_first ? std::vector<int>{1, 0, 2} : std::vector<int>{0, 1, 2},
-                         c.out_name(1))));
-    if (c.has_output(2))
-      out.push_back(Value::of(
-          ops::transpose(r.c, batch_first ? std::vector<int>{1, 0, 2} : std::vector<int>{0, 1, 2},
-                         c.out_name(2))));
+    // The last states [dirs, batch, hidden]; batch first under layout 1.
+    const auto state = [&](const Tensor& t, size_t i) {
+      return Value::of(batch_first ? ops::transpose(t, {1, 0, 2}, c.out_name(i))
+                                   : ops::identity(t, c.out_name(i)));
+    };
+    if (c.has_output(1) || c.has_output(2))  // outputs by position: Y_h's slot even when unnamed
+      out.push_back(c.has_output(1) ? state(r.h, 1) : Value::of(r.h));
+    if (c.has_output(2)) out.push_back(state(r.c, 2));
     return out;
   };
 }
