@@ -988,6 +988,9 @@ std::string stage_of_func(std::string name, const Program& p) {
 
 LoweredPipeline lower(const Program& p, const Schedule& given, const Target& t,
                       const LowerOptions& o) {
+  if (p.outputs().empty())
+    throw DefinitionError("lowering program '" + p.name() +
+                          "': it has no outputs; mark the tensors it returns with output()");
   validate(p, given, &t);
   // The schedule at its opt level (0 plain, 1 vectorize + parallel, 2 as
   // given, 3 fast-math): schedules/defaults/OptLevel.cpp.

@@ -1,5 +1,7 @@
 #include "dsl/Analysis.h"
 
+#include <algorithm>
+
 #include "dsl/IRVisitor.h"
 
 namespace pto {
@@ -116,6 +118,91 @@ bool minus_row_max(const Program& p, const Expr& e) {
     if (!a || !b || a->name != b->name) return false;
   }
   return true;
+}
+
+std::optional<std::pair<int64_t, int64_t>> index_range(
+    const Expr& e, const std::map<std::string, int64_t>& extents) {
+  using R = std::optional<std::pair<int64_t, int64_t>>;
+  if (const auto* c = e.as<ConstNode>()) {
+    const auto v = static_cast<int64_t>(c->value);
+    if (static_cast<double>(v) != c->value) return std::nullopt;
+    return std::pair{v, v};
+  }
+  if (const auto* v = e.as<VarNode>()) {
+    const auto it = extents.find(v->name);
+    if (it == extents.end() || it->second < 1) return std::nullopt;
+    return std::pair<int64_t, int64_t>{0, it->second - 1};
+  }
+  if (const auto* c = e.as<CastNode>())
+    return is_float(c->type) ? std::nullopt : index_range(c->a, extents);
+  if (const auto* s = e.as<SelectNode>()) {
+    const R t = index_range(s->true_value, extents), f = index_range(s->false_value, extents);
+    if (!t || !f) return std::nullopt;
+    return std::pair{std::min(t->first, f->first), std::max(t->second, f->second)};
+  }
+  if (const auto* u = e.as<UnaryNode>()) {
+    const R a = index_range(u->a, extents);
+    if (!a || u->op != UnOp::Neg) return std::nullopt;
+    return std::pair{-a->second, -a->first};
+  }
+  const auto* b = e.as<BinaryNode>();
+  if (!b) return std::nullopt;
+  const R x = index_range(b->a, extents), y = index_range(b->b, extents);
+  if (!x || !y) return std::nullopt;
+  const auto [a0, a1] = *x;
+  const auto [b0, b1] = *y;
+  switch (b->op) {
+    case BinOp::Add:
+      return std::pair{a0 + b0, a1 + b1};
+    case BinOp::Sub:
+      return std::pair{a0 - b1, a1 - b0};
+    case BinOp::Min:
+      return std::pair{std::min(a0, b0), std::min(a1, b1)};
+    case BinOp::Max:
+      return std::pair{std::max(a0, b0), std::max(a1, b1)};
+    case BinOp::Mul: {
+      const int64_t p[] = {a0 * b0, a0 * b1, a1 * b0, a1 * b1};
+      return std::pair{*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
+    }
+    case BinOp::Div:  // floor division by a positive constant
+      if (b0 != b1 || b0 < 1) return std::nullopt;
+      return std::pair{a0 >= 0 ? a0 / b0 : -((-a0 + b0 - 1) / b0),
+                       a1 >= 0 ? a1 / b0 : -((-a1 + b0 - 1) / b0)};
+    case BinOp::Mod:
+      if (b0 != b1 || b0 < 1) return std::nullopt;
+      if (a0 >= 0 && a1 < b0) return std::pair{a0, a1};
+      return std::pair<int64_t, int64_t>{0, b0 - 1};
+    default:
+      return std::nullopt;
+  }
+}
+
+std::vector<std::string> reads_outside(const Program& p, const Stage& stage) {
+  std::map<std::string, int64_t> extents;
+  for (size_t i = 0; i < stage.vars.size(); ++i)
+    if (!stage.shape[i].is_symbolic()) extents[stage.vars[i]] = stage.shape[i].value;
+  for (const RVar& r : stage.rvars)
+    if (!r.extent.is_symbolic()) extents[r.name] = r.extent.value;
+  struct Find : IRVisitor {
+    const Program& p;
+    const std::map<std::string, int64_t>& extents;
+    std::vector<std::string> out;
+    Find(const Program& q, const std::map<std::string, int64_t>& e) : p(q), extents(e) {}
+    void visit_access(const AccessNode& n) override {
+      IRVisitor::visit_access(n);
+      if (std::find(out.begin(), out.end(), n.tensor) != out.end()) return;
+      const Shape& shape = p.tensor(n.tensor).shape;
+      for (size_t d = 0; d < n.args.size() && d < shape.size(); ++d) {
+        const auto r = index_range(n.args[d], extents);
+        if (!r || shape[d].is_symbolic() || r->first < 0 || r->second >= shape[d].value) {
+          out.push_back(n.tensor);
+          return;
+        }
+      }
+    }
+  } find(p, extents);
+  find.visit(stage.value);
+  return find.out;
 }
 
 }  // namespace pto

@@ -34,4 +34,17 @@ std::optional<std::string> pair_rvar(const Stage& stage, std::optional<DType> dt
 // 0, or NaN; lowering uses an exp without the overflow check for it.
 bool minus_row_max(const Program& p, const Expr& e);
 
+// The values an integer index expression takes when each variable of
+// `extents` runs over [0, extent): an interval, or nullopt where it is not
+// known (a variable not listed, a value read from a tensor, an operation the
+// interval arithmetic does not follow). A select takes both branches.
+std::optional<std::pair<int64_t, int64_t>> index_range(
+    const Expr& e, const std::map<std::string, int64_t>& extents);
+
+// The tensors `stage` may read outside their static extents (or where that is
+// not known): a padded window read through a select, say. Halide computes a
+// producer stage wherever it is read, so that is valid between stages, but a
+// program input is a buffer of its extents: such a producer must stay a stage.
+std::vector<std::string> reads_outside(const Program& p, const Stage& stage);
+
 }  // namespace pto

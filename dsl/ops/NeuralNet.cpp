@@ -100,25 +100,22 @@ Tensor lp_normalize(const Tensor& x, int axis, int64_t p, const std::string& nam
       name);
 }
 
-// (sum over each window of |x|^p)^(1/p): the average pool with padding counted, times the window
-// size.
+}  // namespace
+
+// (sum over each window of |x|^p)^(1/p).
 Tensor lp_pool(const std::string& op, int spatial, const Tensor& x, const PoolParams& pp, double p,
                const std::string& name) {
   require_float(op, x);
   if (!(p > 0)) throw DefinitionError(op + ": p " + std::to_string(p) + " must be > 0");
-  PoolParams avg = pp;
-  avg.count_include_pad = true;
   const Tensor powed = map(op, {x}, [&](const std::vector<Expr>& e) {
     return pto::pow(unary(UnOp::Abs, e[0]), k(p, e[0]));
   });
-  const Tensor mean = avg_pool("avg_pool" + std::to_string(spatial) + "d", spatial, powed, avg);
-  const double window =
-      std::accumulate(pp.kernel.begin(), pp.kernel.end(), 1.0, std::multiplies<>());
+  const Tensor sum = pool_sum(op, spatial, powed, pp);
   return map(
-      op, {mean},
-      [&](const std::vector<Expr>& e) { return pto::pow(e[0] * k(window, e[0]), k(1 / p, e[0])); },
-      name);
+      op, {sum}, [&](const std::vector<Expr>& e) { return pto::pow(e[0], k(1 / p, e[0])); }, name);
 }
+
+namespace {
 
 Tensor gemm(const Ins& in, const Attrs& a, const std::string& name) {
   const std::string op = "gemm";
@@ -185,10 +182,6 @@ Tensor glu(const Tensor& x, int axis, const std::string& name) {
 }  // namespace
 
 std::vector<OpInfo> neural_net_ops() {
-  const std::vector<AttrSpec> pool = {{"kernel", S::Ints, nullptr, true},
-                                      {"stride", S::Ints, json::array()},
-                                      {"padding", S::Ints, json::array()},
-                                      {"p", S::Float, 2.0}};
   std::vector<OpInfo> r;
   r.push_back({"hardmax",
                OpKind::Normalization,
@@ -231,18 +224,6 @@ std::vector<OpInfo> neural_net_ops() {
                [](const Ins& in, const Attrs& a, const std::string& n) {
                  return lp_normalize(in[0], a.get<int>("axis"), a.get<int64_t>("p"), n);
                }});
-  for (int s = 1; s <= 3; ++s) {
-    const std::string op = "lp_pool" + std::to_string(s) + "d";
-    r.push_back({op, OpKind::Pooling,
-                 "(sum of |x|^p)^(1/p) over " + std::to_string(s) +
-                     "-D windows (kernel, stride, padding, p)",
-                 1, 1, pool, [op, s](const Ins& in, const Attrs& a, const std::string& n) {
-                   const PoolParams pp{a.get<std::vector<int>>("kernel"),
-                                       a.get<std::vector<int>>("stride"),
-                                       a.get<std::vector<int>>("padding"), true};
-                   return lp_pool(op, s, in[0], pp, a.get<double>("p"), n);
-                 }});
-  }
   r.push_back({"gemm",
                OpKind::Contraction,
                "alpha op(A) op(B) + beta C, op a transpose or not (alpha, beta, trans_a, trans_b)",

@@ -210,12 +210,24 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, std::
 // ---- pooling (Pooling.cpp) -----------------------------------------------------
 // Max / average pooling over 1-3 spatial dims of an NC... tensor. Padding is
 // never selected by max; average excludes padding unless count_include_pad.
+// The output has floor((in + padding + padding_end - span) / stride) + 1
+// positions per dim (span = (kernel - 1) * dilation + 1); ceil_mode rounds up,
+// dropping a last window that would start in the end padding (ONNX's rule).
 struct PoolParams {
-  std::vector<int> kernel, stride, padding;  // stride empty = kernel; padding empty = 0
+  std::vector<int> kernel, stride,
+      padding;  // stride empty = kernel; padding (at each dim's start) empty = 0
   bool count_include_pad = false;
+  std::vector<int> padding_end, dilation;  // empty = padding, 1
+  bool ceil_mode = false;
 };
 Tensor max_pool(const std::string& op, int spatial, const Tensor& x, const PoolParams& p, const std::string& name = "");
 Tensor avg_pool(const std::string& op, int spatial, const Tensor& x, const PoolParams& p, const std::string& name = "");
+// The sum over each window (padding reads zero): the average's numerator, Lp pooling's.
+Tensor pool_sum(const std::string& op, int spatial, const Tensor& x, const PoolParams& p,
+                const std::string& name = "");
+// (sum over each window of |x|^p)^(1/p) (NeuralNet.cpp).
+Tensor lp_pool(const std::string& op, int spatial, const Tensor& x, const PoolParams& pp, double p,
+               const std::string& name = "");
 Tensor max_pool2d(const Tensor& x, const PoolParams& p, const std::string& name = "");
 Tensor avg_pool2d(const Tensor& x, const PoolParams& p, const std::string& name = "");
 // Over all dims after the first two, keeping them as size 1 (ONNX).

@@ -1,8 +1,10 @@
 // Pooling over the spatial dims of channels-first tensors [N, C, spatial...]:
-// max and average over 1-3 spatial dims with stride and padding, and global
-// average / max (ONNX GlobalAveragePool: spatial dims kept as size 1).
-// Padded positions never win a max; an average divides by the number of
-// in-image positions unless count_include_pad (then by the window size).
+// max, average and sum over 1-3 spatial dims with stride, dilation, padding
+// at each end (asymmetric too) and ceil_mode, and global average / max (ONNX
+// GlobalAveragePool: spatial dims kept as size 1). Padded positions never win
+// a max; an average divides by the number of in-image taps unless
+// count_include_pad (then by the taps inside the padded input: a ceil_mode
+// window running past the end padding counts only what it covers).
 #include <limits>
 
 #include "dsl/ops/Ops.h"
@@ -15,10 +17,20 @@ struct Window {
   Shape shape;
   std::vector<RVar> rvars;
   std::vector<Expr> index;  // clamped input index
-  Expr inside;              // undefined when there is no padding
-  Expr count;               // in-image positions of the window (i32)
+  Expr inside;              // undefined where every tap of every window is in the image
+  Expr count;               // in-image taps of the window (i32)
+  Expr padded_count;        // taps inside the padded input; undefined where it is the whole window
   int64_t window = 1;
 };
+
+// The taps k in [0, taps) of a window at `start` with lo <= start + k * d < hi
+// (every division is of a non-negative value, so floor and truncation agree).
+Expr taps_between(const Expr& start, int taps, int d, int lo, int hi) {
+  const Expr first = d == 1 ? max(Expr(lo) - start, 0) : (max(Expr(lo) - start, 0) + (d - 1)) / d;
+  const Expr past = d == 1 ? min(max(Expr(hi) - start, 0), taps)
+                           : min((max(Expr(hi) - start, 0) + (d - 1)) / d, taps);
+  return max(past - first, 0);
+}
 
 Window window(const std::string& op, int spatial, const Tensor& x, const PoolParams& pp) {
   const int r = spatial + 2;
@@ -36,34 +48,52 @@ Window window(const std::string& op, int spatial, const Tensor& x, const PoolPar
   };
   const auto kernel = per("kernel", pp.kernel, {}, 1);
   const auto stride = per("stride", pp.stride, kernel, 1);
-  const auto padding = per("padding", pp.padding, std::vector<int>(static_cast<size_t>(spatial), 0), 0);
+  const auto begin =
+      per("padding", pp.padding, std::vector<int>(static_cast<size_t>(spatial), 0), 0);
+  const auto end = per("padding_end", pp.padding_end, begin, 0);
+  const auto dilation =
+      per("dilation", pp.dilation, std::vector<int>(static_cast<size_t>(spatial), 1), 1);
   Window w;
   w.vars = {"n", "c"};
   w.shape = {x.shape()[0], x.shape()[1]};
   w.index = {var("n"), var("c")};
-  Expr count = Expr(1);
+  Expr count = Expr(1), padded = Expr(1);
+  bool whole = true;  // every window inside the padded input
+  auto both = [](const Expr& a, const Expr& b) { return a.defined() ? (a && b) : b; };
   for (int s = 0; s < spatial; ++s) {
-    if (padding[s] * 2 > kernel[s])
-      throw ShapeError(op + ": padding " + std::to_string(padding[s]) + " must be at most half the kernel " +
-                       std::to_string(kernel[s]));
+    const int span = (kernel[s] - 1) * dilation[s] + 1;
+    if (begin[s] >= span || end[s] >= span)
+      throw ShapeError(op + ": padding " + std::to_string(begin[s]) + " / " +
+                       std::to_string(end[s]) + " in spatial dim " + std::to_string(s) +
+                       " must be smaller than the window's span " + std::to_string(span));
     const int64_t in = static_dim(op, x, 2 + s);
-    const int64_t out = (in + 2 * padding[s] - kernel[s]) / stride[s] + 1;
-    if (out < 1)
-      throw ShapeError(op + ": kernel " + std::to_string(kernel[s]) + " is larger than the padded input " +
-                       std::to_string(in + 2 * padding[s]) + " in spatial dim " + std::to_string(s));
+    const int64_t room = in + begin[s] + end[s] - span;
+    if (room < 0)
+      throw ShapeError(
+          op + ": window span " + std::to_string(span) + " is larger than the padded input " +
+          std::to_string(in + begin[s] + end[s]) + " in spatial dim " + std::to_string(s));
+    int64_t out = (pp.ceil_mode ? (room + stride[s] - 1) / stride[s] : room / stride[s]) + 1;
+    if (pp.ceil_mode && (out - 1) * stride[s] >= in + begin[s])
+      --out;  // the last window starts in the padding: dropped
+    const int64_t last_end =
+        (out - 1) * stride[s] - begin[s] + span;  // one past the last window's last tap
     const std::string v = "s" + std::to_string(s), rv = "k" + std::to_string(s);
     w.vars.push_back(v);
     w.shape.push_back(out);
     w.rvars.push_back({rv, kernel[s]});
     w.window *= kernel[s];
-    const Expr start = var(v) * stride[s] - padding[s];
-    const Expr pos = start + var(rv);
+    const Expr start = var(v) * stride[s] - begin[s];
+    const Expr pos = start + var(rv) * dilation[s];
     w.index.push_back(clamp(pos, 0, static_cast<int>(in - 1)));
-    const Expr ok = pos >= 0 && pos < static_cast<int>(in);
-    if (padding[s]) w.inside = w.inside.defined() ? (w.inside && ok) : ok;
-    count = count * (min(start + kernel[s], static_cast<int>(in)) - max(start, 0));
+    if (begin[s] > 0) w.inside = both(w.inside, pos >= 0);
+    if (last_end > in) w.inside = both(w.inside, pos < static_cast<int>(in));
+    count = count * taps_between(start, kernel[s], dilation[s], 0, static_cast<int>(in));
+    if (last_end > in + end[s]) whole = false;
+    padded = padded *
+             taps_between(start, kernel[s], dilation[s], -begin[s], static_cast<int>(in + end[s]));
   }
   w.count = count;
+  if (!whole) w.padded_count = padded;
   return w;
 }
 
@@ -80,16 +110,25 @@ Tensor max_pool(const std::string& op, int spatial, const Tensor& x, const PoolP
                          OpKind::Pooling, op);
 }
 
+Tensor pool_sum(const std::string& op, int spatial, const Tensor& x, const PoolParams& pp,
+                const std::string& name) {
+  const Window w = window(op, spatial, x, pp);
+  Program p = x.program();
+  Expr v = x(w.index);
+  if (w.inside.defined()) v = select(w.inside, v, make_const(0, x.dtype()));
+  return p.define_reduce(name.empty() ? p.unique_name(op + "_sum") : name, w.vars, w.shape,
+                         ReduceOp::Sum, w.rvars, v, OpKind::Pooling, op);
+}
+
 Tensor avg_pool(const std::string& op, int spatial, const Tensor& x, const PoolParams& pp, const std::string& name) {
   require_float(op, x);
   const Window w = window(op, spatial, x, pp);
   Program p = x.program();
   const std::string out = name.empty() ? p.unique_name(op) : name;
-  Expr v = x(w.index);
-  if (w.inside.defined()) v = select(w.inside, v, make_const(0, x.dtype()));
-  const Tensor s = p.define_reduce(p.unique_name(out + "_sum"), w.vars, w.shape, ReduceOp::Sum, w.rvars, v,
-                                   OpKind::Pooling, op);
-  const Expr n = pp.count_include_pad ? make_const(static_cast<double>(w.window), x.dtype()) : cast(x.dtype(), w.count);
+  const Tensor s = pool_sum(op, spatial, x, pp, p.unique_name(out + "_sum"));
+  const Expr n = !pp.count_include_pad      ? cast(x.dtype(), w.count)
+                 : w.padded_count.defined() ? cast(x.dtype(), w.padded_count)
+                                            : make_const(static_cast<double>(w.window), x.dtype());
   return p.define(out, w.vars, w.shape, s(vars_of(w.vars)) / n, OpKind::Pooling, op);
 }
 

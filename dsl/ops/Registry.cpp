@@ -25,7 +25,9 @@ const std::vector<AttrSpec> kScanAttrs = {{"axis", I, 0}, {"exclusive", B, false
 const std::vector<AttrSpec> kConvAttrs = {{"stride", L, kNone},   {"padding", L, kNone},
                                           {"dilation", L, kNone}, {"groups", I, 1},
                                           {"layout", S, "NCHW"},  {"algorithm", S, "auto"}};
-const std::vector<AttrSpec> kPoolAttrs = {{"kernel", L, nullptr, true}, {"stride", L, kNone}, {"padding", L, kNone}};
+const std::vector<AttrSpec> kPoolAttrs = {{"kernel", L, nullptr, true}, {"stride", L, kNone},
+                                          {"padding", L, kNone},        {"padding_end", L, kNone},
+                                          {"dilation", L, kNone},       {"ceil_mode", B, false}};
 std::vector<AttrSpec> with(std::vector<AttrSpec> a, const std::vector<AttrSpec>& more) {
   a.insert(a.end(), more.begin(), more.end());
   return a;
@@ -37,8 +39,10 @@ ConvParams conv_params(const Attrs& a) {
           a.get<int>("groups"), a.get<std::string>("layout"), a.get<std::string>("algorithm")};
 }
 PoolParams pool_params(const Attrs& a) {
-  return {ints(a, "kernel"), ints(a, "stride"), ints(a, "padding"),
-          a.has("count_include_pad") && a.get<bool>("count_include_pad")};
+  return {ints(a, "kernel"),       ints(a, "stride"),
+          ints(a, "padding"),      a.has("count_include_pad") && a.get<bool>("count_include_pad"),
+          ints(a, "padding_end"),  ints(a, "dilation"),
+          a.get<bool>("ceil_mode")};
 }
 
 // A reduction over axes with keepdims: the function's name is the row's.
@@ -126,11 +130,20 @@ std::vector<OpInfo> rows() {
   for (int s = 1; s <= 3; ++s) {
     const std::string d = std::to_string(s) + "-D";
     const std::string mx = "max_pool" + std::to_string(s) + "d", av = "avg_pool" + std::to_string(s) + "d";
-    add({mx, kP, "max over " + d + " windows (kernel, stride, padding)", 1, 1, kPoolAttrs,
-         [mx, s](const Ins& in, const Attrs& a, const std::string& n) { return max_pool(mx, s, in[0], pool_params(a), n); }});
+    add({mx, kP,
+         "max over " + d + " windows (kernel, stride, padding, padding_end, dilation, ceil_mode)",
+         1, 1, kPoolAttrs, [mx, s](const Ins& in, const Attrs& a, const std::string& n) {
+           return max_pool(mx, s, in[0], pool_params(a), n);
+         }});
     add({av, kP, "average over " + d + " windows (count_include_pad)", 1, 1,
          with(kPoolAttrs, {{"count_include_pad", B, false}}),
          [av, s](const Ins& in, const Attrs& a, const std::string& n) { return avg_pool(av, s, in[0], pool_params(a), n); }});
+    const std::string lp = "lp_pool" + std::to_string(s) + "d";
+    add({lp, kP, "(sum of |x|^p)^(1/p) over " + d + " windows (p)", 1, 1,
+         with(kPoolAttrs, {{"p", F, 2.0}}),
+         [lp, s](const Ins& in, const Attrs& a, const std::string& n) {
+           return lp_pool(lp, s, in[0], pool_params(a), a.get<double>("p"), n);
+         }});
   }
   add({"global_avg_pool", kP, "mean over all spatial dims, kept as size 1", 1, 1, {},
        [](const Ins& in, const Attrs&, const std::string& n) { return global_avg_pool(in[0], n); }});

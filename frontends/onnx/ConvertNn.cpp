@@ -1,6 +1,6 @@
 // ONNX neural-network operators: MatMul, Gemm, Einsum, Conv /
 // ConvTranspose (auto_pad, asymmetric pads as an explicit pad), pooling
-// (ceil_mode for max pooling as extra end padding), the normalizations,
+// (asymmetric pads, dilations and ceil_mode passed to the library), the normalizations,
 // Softmax / LogSoftmax / Hardmax (before opset 13: over the dims from `axis`
 // on, flattened).
 #include <cmath>
@@ -64,6 +64,15 @@ Window window(NodeContext& c, const std::vector<int64_t>& in, const std::vector<
 
 bool symmetric(const Window& w) {
   return w.begin == w.end;
+}
+
+// The library pooling's window attributes.
+json pool_attrs(const Window& w) {
+  return {{"kernel", w.kernel},
+          {"stride", w.stride},
+          {"padding", w.begin},
+          {"padding_end", w.end},
+          {"dilation", w.dilation}};
 }
 
 // x padded explicitly (value v) where the window's padding is asymmetric.
@@ -141,35 +150,10 @@ std::vector<Value> pool(NodeContext& c, bool max) {
     c.fail("input of rank " + std::to_string(x.rank()) + ": 1-3 spatial dims are supported");
   const auto xs = static_shape(x, c.where());
   const std::vector<int64_t> in(xs.begin() + 2, xs.end());
-  Window w = window(c, in, c.attr_ints("kernel_shape"));
-  for (const int64_t d : w.dilation)
-    if (d != 1) c.fail("dilations other than 1 are not supported for pooling");
-  const bool include_pad = c.attr_int("count_include_pad", 0) != 0;
-  if (c.attr_int("ceil_mode", 0)) {
-    if (!max) c.fail("ceil_mode is supported for MaxPool only");
-    // Extra end padding (never selected by max) makes floor give ceil's count;
-    // a last window starting in the end padding is dropped (ONNX's rule).
-    for (size_t i = 0; i < in.size(); ++i) {
-      const int64_t span = in[i] + w.begin[i] + w.end[i] - w.kernel[i];
-      int64_t out = (span + w.stride[i] - 1) / w.stride[i] + 1;
-      if ((out - 1) * w.stride[i] >= in[i] + w.begin[i]) --out;
-      w.end[i] += std::max<int64_t>(
-          0, (out - 1) * w.stride[i] + w.kernel[i] - (in[i] + w.begin[i] + w.end[i]));
-    }
-  }
-  // The library's pooling takes symmetric padding of at most half the
-  // kernel; other padding is applied first (where that keeps the average's count).
-  bool wide = false;
-  for (size_t i = 0; i < in.size(); ++i) wide |= 2 * w.begin[i] > w.kernel[i];
-  if (!symmetric(w) || wide) {
-    if (!max && !include_pad)
-      c.fail(
-          "asymmetric pads or pads over half the kernel are supported for AveragePool only with "
-          "count_include_pad=1");
-    x = pre_pad(x, w, max ? -INFINITY : 0.0);
-  }
-  json a = {{"kernel", w.kernel}, {"stride", w.stride}, {"padding", w.begin}};
-  if (!max) a["count_include_pad"] = include_pad;
+  const Window w = window(c, in, c.attr_ints("kernel_shape"));
+  json a = pool_attrs(w);
+  a["ceil_mode"] = c.attr_int("ceil_mode", 0) != 0;
+  if (!max) a["count_include_pad"] = c.attr_int("count_include_pad", 0) != 0;
   return one(
       ops::call((max ? "max_pool" : "avg_pool") + std::to_string(s) + "d", {x}, a, c.out_name()));
 }
@@ -475,20 +459,11 @@ void add_nn_converters(std::map<std::string, Converter>& t) {
     Tensor x = c.input(0);
     const int s = x.rank() - 2;
     if (s < 1 || s > 3) c.fail("1-3 spatial dims are supported");
-    if (c.attr_int("ceil_mode", 0)) c.fail("ceil_mode is not supported for LpPool");
     const auto xs = static_shape(x, c.where());
-    Window w = window(c, {xs.begin() + 2, xs.end()}, c.attr_ints("kernel_shape"));
-    for (const int64_t d : w.dilation)
-      if (d != 1) c.fail("dilations other than 1 are not supported for pooling");
-    bool wide = false;
-    for (size_t i = 0; i < w.kernel.size(); ++i) wide |= 2 * w.begin[i] > w.kernel[i];
-    if (!symmetric(w) || wide) x = pre_pad(x, w, 0.0);
-    return one(ops::call("lp_pool" + std::to_string(s) + "d", {x},
-                         {{"kernel", w.kernel},
-                          {"stride", w.stride},
-                          {"padding", w.begin},
-                          {"p", static_cast<double>(c.attr_int("p", 2))}},
-                         c.out_name()));
+    json a = pool_attrs(window(c, {xs.begin() + 2, xs.end()}, c.attr_ints("kernel_shape")));
+    a["ceil_mode"] = c.attr_int("ceil_mode", 0) != 0;
+    a["p"] = static_cast<double>(c.attr_int("p", 2));
+    return one(ops::call("lp_pool" + std::to_string(s) + "d", {x}, a, c.out_name()));
   };
   t["GroupNormalization"] = [](NodeContext& c) {
     c.check_attrs({"epsilon", "num_groups", "stash_type"});

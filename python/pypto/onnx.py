@@ -56,20 +56,42 @@ class _Compiled:
         self.outputs = list(d["outputs"])
         self.folded_nodes = int(d["folded_nodes"])
         weights = {name: a.astype(_np_dtype(dt)) for name, dt, a in d["weights"]}
-        self._order = [t[0] for t in self.program.inputs()]
         self._program_input = dict(zip(d["input_names"], d["inputs"]))  # model input -> program input
         self._weights = weights
+        # A large model compiles in parts, cut where the default schedule
+        # stores every crossing tensor anyway (schedules/Partition.h).
         schedule = _pto.default_schedule(self.program, target)
-        self.kernel = _pto.Kernel(self.program, schedule, target)
-        self._program_outputs = list(self.program.outputs())
+        self.parts = [_Part(d, target) for d in _pto.partition(self.program, schedule, target)]
+        # Intermediates are dropped after the last part that reads them.
+        last_read: dict[str, int] = {}
+        for k, part in enumerate(self.parts):
+            for n in part.inputs:
+                last_read[n] = k
+        keep = set(self.outputs)
+        self._drop = [[n for n in part.inputs if last_read[n] == k and n not in keep and n not in weights]
+                      for k, part in enumerate(self.parts)]
 
     def __call__(self, named: dict[str, np.ndarray]) -> list[np.ndarray]:
-        by_name = {self._program_input[n]: a for n, a in named.items() if n in self._program_input}
-        by_name.update(self._weights)
-        args = [np.require(by_name[n], requirements="C") for n in self._order]  # 0-d stays 0-d
-        outs, _ = self.kernel.run(args)
-        produced = dict(zip(self._program_outputs, outs))
-        return [produced[n] for n in self.outputs]
+        env = {self._program_input[n]: a for n, a in named.items() if n in self._program_input}
+        env.update(self._weights)
+        for part, drop in zip(self.parts, self._drop):
+            args = [np.require(env[n], requirements="C") for n in part.inputs]  # 0-d stays 0-d
+            outs, _ = part.kernel.run(args)
+            env.update(zip(part.outputs, outs))
+            for n in drop:
+                env.pop(n, None)
+        return [env[n] for n in self.outputs]
+
+
+class _Part:
+    """One kernel of a partitioned model: its inputs and outputs in the order
+    the kernel takes and returns them (names in the whole program)."""
+
+    def __init__(self, d: dict, target: str):
+        self.program = d["program"]
+        self.kernel = _pto.Kernel(self.program, d["schedule"], target)
+        self.inputs = [t[0] for t in self.program.inputs()]
+        self.outputs = list(self.program.outputs())
 
 
 _DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i8": np.int8, "i16": np.int16,

@@ -11,6 +11,7 @@
 #include "schedules/Explain.h"
 #include "schedules/FullSpeed.h"
 #include "schedules/LoopNest.h"
+#include "schedules/Partition.h"
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
@@ -120,6 +121,25 @@ void bind_schedules(py::module_& m) {
     return dump(default_schedule(p, parse_target(target)));
   }, py::arg("program"), py::arg("target") = "host");
   m.def("plain_schedule", [](const Program& p) { return dump(plain_schedule(p)); });
+  m.def(
+      "partition",
+      [](const Program& p, const std::string& json, const std::string& target, int max_stages) {
+        py::list l;
+        for (Part& part : partition(p, parse(json), parse_target(target), {max_stages})) {
+          py::dict d;
+          d["program"] = part.program;
+          d["schedule"] = dump(part.schedule);
+          d["inputs"] = part.inputs;
+          d["outputs"] = part.outputs;
+          l.append(d);
+        }
+        return l;
+      },
+      py::arg("program"), py::arg("schedule"), py::arg("target") = "host",
+      py::arg("max_stages") = PartitionOptions{}.max_stages,
+      "The program and schedule cut into parts that compile as separate kernels "
+      "(schedules/Partition.h): "
+      "dicts of program, schedule, inputs and outputs (names in the whole program), in run order.");
   m.def("full_speed_extents", [](const Program& p, const std::string& json) {
     return full_speed_extents(p, parse(json));
   }, py::arg("program"), py::arg("schedule"),

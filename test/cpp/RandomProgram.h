@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "Helpers.h"
 #include "dsl/Error.h"
 #include "dsl/ops/Ops.h"
 #include "dsl/ops/Registry.h"
@@ -281,5 +282,22 @@ class RandomProgramBuilder {
   std::vector<Tensor> pool_;
   int next_input_ = 0, next_stage_ = 0;
 };
+
+// Inputs for `r` from `seed`: U(-1, 1), a contraction's second operand
+// U(-1/K, 1/K), symbolic dims at the sizes the program runs at.
+inline std::map<std::string, HostTensor> random_program_inputs(const RandomProgram& r,
+                                                               uint64_t seed) {
+  std::mt19937 rng(static_cast<uint32_t>(seed * 2654435761u + 1));
+  std::map<std::string, HostTensor> in;
+  for (const auto& i : r.program.inputs()) {
+    std::vector<int64_t> shape;
+    for (const Dim& d : i.shape)
+      shape.push_back(d.is_symbolic() ? r.symbol_size.at(d.sym) : d.value);
+    const auto k = r.fan_in.find(i.name);
+    const double s = k == r.fan_in.end() ? 1.0 : 1.0 / static_cast<double>(k->second);
+    in[i.name] = random_tensor(shape, rng, -s, s);
+  }
+  return in;
+}
 
 }  // namespace pto::test

@@ -255,3 +255,11 @@ TEST_CASE("regression: an infinite literal inlined into arithmetic keeps its val
   for (int64_t i = 0; i < 5; ++i)
     for (int64_t j = i + 2; j < 7; ++j) CHECK(got[0].data[static_cast<size_t>(i * 7 + j)] == 0.0);
 }
+
+TEST_CASE("regression: a program without outputs is an error, not a crash", "[regression][jit]") {
+  // Was: a segfault in Halide (a pipeline of no functions); a program of inputs alone has no
+  // outputs.
+  Program p("empty");
+  p.input("x", {4});
+  CHECK_THROWS_WITH(Kernel(p, Schedule{}, parse_target("host")), Contains("it has no outputs"));
+}

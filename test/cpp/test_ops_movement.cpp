@@ -441,6 +441,12 @@ TEST_CASE("operator errors are typed and name the operator, tensor and value", "
   CHECK_THROWS_WITH(ops::call("slice", {x}, {{"starts", {3}}, {"ends", {1}}}), Contains("slice: axis 0 selects no elements"));
   CHECK_THROWS_WITH(ops::call("tile", {x}, {{"repeats", {0, 1}}}), Contains("tile: repeat 0 on axis 0 must be >= 1"));
   CHECK_THROWS_WITH(ops::call("max_pool2d", {img}, {{"kernel", {0, 2}}}), Contains("max_pool2d: kernel 0 must be >= 1"));
+  CHECK_THROWS_WITH(
+      ops::call(
+          "avg_pool2d", {img},
+          {{"kernel", {2, 2}}, {"padding", {0, 1}}, {"padding_end", {0, 3}}, {"dilation", {1, 2}}}),
+      Contains(
+          "avg_pool2d: padding 1 / 3 in spatial dim 1 must be smaller than the window's span 3"));
   CHECK_THROWS_WITH(ops::call("conv2d", {img, p.input("w", {2, 3, 3, 3})}, {{"stride", {0, 1}}}), Contains("conv2d: stride 0 must be >= 1"));
   CHECK_THROWS_WITH(ops::call("one_hot", {i}, {{"depth", 0}}), Contains("one_hot: depth 0 must be >= 1"));
   // symbolic dims where a static size is needed

@@ -83,23 +83,43 @@ HostTensor conv_ref(const HostTensor& x, const HostTensor& w, const HostTensor* 
   });
 }
 
-HostTensor pool_ref(const HostTensor& x, int sp, Idx k, Idx st, Idx pd, bool is_max, bool include_pad) {
+// ONNX's pooling: windows start at o * stride - begin, taps `dilation` apart;
+// an average divides by the in-image taps, or with include_pad by the taps
+// inside [-begin, in + end).
+struct PoolRef {
+  Idx k, st, begin, end, dil;
+  bool ceil = false;
+};
+HostTensor pool_ref(const HostTensor& x, int sp, const PoolRef& p, bool is_max, bool include_pad) {
   Idx shape{x.shape[0], x.shape[1]};
-  for (int s = 0; s < sp; ++s) shape.push_back((x.shape[2 + s] + 2 * pd[s] - k[s]) / st[s] + 1);
+  for (int s = 0; s < sp; ++s) {
+    const int64_t room = x.shape[2 + s] + p.begin[s] + p.end[s] - ((p.k[s] - 1) * p.dil[s] + 1);
+    int64_t out = (p.ceil ? (room + p.st[s] - 1) / p.st[s] : room / p.st[s]) + 1;
+    if (p.ceil && (out - 1) * p.st[s] >= x.shape[2 + s] + p.begin[s]) --out;
+    shape.push_back(out);
+  }
   return gen(shape, [&](const Idx& o) {
-    double acc = is_max ? -INFINITY : 0, cnt = 0;
-    for_each(k, [&](const Idx& kk) {
+    double acc = is_max ? -INFINITY : 0, cnt = 0, padded = 0;
+    for_each(p.k, [&](const Idx& kk) {
       Idx xi{o[0], o[1]};
+      bool in_image = true, in_padded = true;
       for (int s = 0; s < sp; ++s) {
-        const int64_t p = o[2 + s] * st[s] - pd[s] + kk[s];
-        if (p < 0 || p >= x.shape[2 + s]) return;
-        xi.push_back(p);
+        const int64_t q = o[2 + s] * p.st[s] - p.begin[s] + kk[s] * p.dil[s];
+        in_image = in_image && q >= 0 && q < x.shape[2 + s];
+        in_padded = in_padded && q < x.shape[2 + s] + p.end[s];
+        xi.push_back(q);
       }
+      padded += in_padded;
+      if (!in_image) return;
       acc = is_max ? std::max(acc, at(x, xi)) : acc + at(x, xi);
       cnt += 1;
     });
-    return is_max ? acc : acc / (include_pad ? static_cast<double>(numel(k)) : cnt);
+    return is_max ? acc : acc / (include_pad ? padded : cnt);
   });
+}
+HostTensor pool_ref(const HostTensor& x, int sp, Idx k, Idx st, Idx pd, bool is_max,
+                    bool include_pad) {
+  return pool_ref(x, sp, {k, st, pd, pd, Idx(static_cast<size_t>(sp), 1)}, is_max, include_pad);
 }
 
 HostTensor softmax_ref(const HostTensor& x, int axis, bool log) {
@@ -276,21 +296,160 @@ TEST_CASE("pooling, normalization and attention match float64", "[ops][pooling][
   // f32 with short sums and one sqrt/exp per element: 2e-5 relative and absolute.
   const double rt = 2e-5, at_ = 2e-5;
   std::vector<Case> c = {
-      {"max_pool2d", {{"kernel", {3, 3}}, {"stride", {2, 2}}, {"padding", {1, 1}}}, {{{2, 3, 7, 6}}},
-       [](const V& v) { return pool_ref(v[0], 2, {3, 3}, {2, 2}, {1, 1}, true, false); }, 0, 0},
-      {"avg_pool2d", {{"kernel", {2, 3}}, {"stride", {1, 2}}, {"padding", {1, 1}}}, {{{n, 2, 5, 7}}},
-       [](const V& v) { return pool_ref(v[0], 2, {2, 3}, {1, 2}, {1, 1}, false, false); }, rt, at_},
-      {"avg_pool2d", {{"kernel", {3}}, {"padding", {1}}, {"count_include_pad", true}}, {{{1, 2, 6, 6}}},
-       [](const V& v) { return pool_ref(v[0], 2, {3, 3}, {3, 3}, {1, 1}, false, true); }, rt, at_},
-      {"max_pool1d", {{"kernel", {2}}}, {{{2, 3, 9}}}, [](const V& v) { return pool_ref(v[0], 1, {2}, {2}, {0}, true, false); }, 0, 0},
-      {"avg_pool1d", {{"kernel", {3}}, {"stride", {1}}}, {{{2, 3, 7}}}, [](const V& v) { return pool_ref(v[0], 1, {3}, {1}, {0}, false, false); }, rt, at_},
-      {"max_pool3d", {{"kernel", {2, 2, 2}}}, {{{1, 2, 4, 4, 5}}}, [](const V& v) { return pool_ref(v[0], 3, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, true, false); }, 0, 0},
-      {"avg_pool3d", {{"kernel", {2, 1, 3}}, {"stride", {1, 1, 1}}}, {{{1, 2, 3, 3, 5}}}, [](const V& v) { return pool_ref(v[0], 3, {2, 1, 3}, {1, 1, 1}, {0, 0, 0}, false, false); }, rt, at_},
-      {"global_avg_pool", {}, {{{2, 3, 4, n}}}, [](const V& v) { return reduce_ref(v[0], {2, 3}, true, 0, [](double a, double x) { return a + x; }, [](double a, double k) { return a / k; }); }, rt, at_},
-      {"global_max_pool", {}, {{{2, 3, 5}}}, [](const V& v) { return reduce_ref(v[0], {2}, true, -INFINITY, [](double a, double x) { return std::max(a, x); }); }, 0, 0},
-      {"softmax", {{"axis", 1}}, {{{n, 6}, DType::F32, -5, 5}}, [](const V& v) { return softmax_ref(v[0], 1, false); }, rt, 1e-6},
-      {"softmax", {{"axis", 0}}, {{{3, 1, 4}}}, [](const V& v) { return softmax_ref(v[0], 0, false); }, rt, 1e-6},
-      {"log_softmax", {{"axis", -1}}, {{{4, 7}, DType::F32, -5, 5}}, [](const V& v) { return softmax_ref(v[0], 1, true); }, rt, at_},
+      {"max_pool2d",
+       {{"kernel", {3, 3}}, {"stride", {2, 2}}, {"padding", {1, 1}}},
+       {{{2, 3, 7, 6}}},
+       [](const V& v) {
+         return pool_ref(v[0], 2, {3, 3}, {2, 2}, {1, 1}, true, false);
+       },
+       0,
+       0},
+      {"avg_pool2d",
+       {{"kernel", {2, 3}}, {"stride", {1, 2}}, {"padding", {1, 1}}},
+       {{{n, 2, 5, 7}}},
+       [](const V& v) {
+         return pool_ref(v[0], 2, {2, 3}, {1, 2}, {1, 1}, false, false);
+       },
+       rt,
+       at_},
+      {"avg_pool2d",
+       {{"kernel", {3}}, {"padding", {1}}, {"count_include_pad", true}},
+       {{{1, 2, 6, 6}}},
+       [](const V& v) {
+         return pool_ref(v[0], 2, {3, 3}, {3, 3}, {1, 1}, false, true);
+       },
+       rt,
+       at_},
+      // ONNX's forms: asymmetric pads, dilations, ceil_mode (a last window past the end padding
+      // counts only the taps it covers with count_include_pad, and one starting in the end padding
+      // is dropped).
+      {"max_pool2d",
+       {{"kernel", {3, 2}},
+        {"stride", {2, 1}},
+        {"padding", {1, 0}},
+        {"padding_end", {2, 1}},
+        {"dilation", {1, 2}}},
+       {{{1, 2, 7, 6}}},
+       [](const V& v) {
+         return pool_ref(v[0], 2, {{3, 2}, {2, 1}, {1, 0}, {2, 1}, {1, 2}}, true, false);
+       },
+       0,
+       0},
+      {"avg_pool2d",
+       {{"kernel", {3, 3}},
+        {"stride", {2, 2}},
+        {"padding", {0, 1}},
+        {"padding_end", {1, 0}},
+        {"ceil_mode", true}},
+       {{{2, 2, 8, 7}}},
+       [](const V& v) {
+         return pool_ref(v[0], 2, {{3, 3}, {2, 2}, {0, 1}, {1, 0}, {1, 1}, true}, false, false);
+       },
+       rt,
+       at_},
+      {"avg_pool2d",
+       {{"kernel", {3, 3}},
+        {"stride", {2, 2}},
+        {"padding", {1, 1}},
+        {"ceil_mode", true},
+        {"count_include_pad", true}},
+       {{{1, 2, 6, 8}}},
+       [](const V& v) {
+         return pool_ref(v[0], 2, {{3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, true}, false, true);
+       },
+       rt,
+       at_},
+      {"avg_pool1d",
+       {{"kernel", {3}},
+        {"stride", {2}},
+        {"padding", {2}},
+        {"padding_end", {1}},
+        {"dilation", {2}},
+        {"ceil_mode", true}},
+       {{{2, 3, 10}}},
+       [](const V& v) {
+         return pool_ref(v[0], 1, {{3}, {2}, {2}, {1}, {2}, true}, false, false);
+       },
+       rt,
+       at_},
+      {"avg_pool3d",
+       {{"kernel", {2, 2, 3}},
+        {"stride", {1, 2, 1}},
+        {"padding", {1, 0, 2}},
+        {"dilation", {2, 1, 2}},
+        {"count_include_pad", true}},
+       {{{1, 1, 5, 5, 6}}},
+       [](const V& v) {
+         return pool_ref(v[0], 3, {{2, 2, 3}, {1, 2, 1}, {1, 0, 2}, {1, 0, 2}, {2, 1, 2}}, false,
+                         true);
+       },
+       rt,
+       at_},
+      {"max_pool1d",
+       {{"kernel", {2}}},
+       {{{2, 3, 9}}},
+       [](const V& v) { return pool_ref(v[0], 1, {2}, {2}, {0}, true, false); },
+       0,
+       0},
+      {"avg_pool1d",
+       {{"kernel", {3}}, {"stride", {1}}},
+       {{{2, 3, 7}}},
+       [](const V& v) { return pool_ref(v[0], 1, {3}, {1}, {0}, false, false); },
+       rt,
+       at_},
+      {"max_pool3d",
+       {{"kernel", {2, 2, 2}}},
+       {{{1, 2, 4, 4, 5}}},
+       [](const V& v) {
+         return pool_ref(v[0], 3, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, true, false);
+       },
+       0,
+       0},
+      {"avg_pool3d",
+       {{"kernel", {2, 1, 3}}, {"stride", {1, 1, 1}}},
+       {{{1, 2, 3, 3, 5}}},
+       [](const V& v) {
+         return pool_ref(v[0], 3, {2, 1, 3}, {1, 1, 1}, {0, 0, 0}, false, false);
+       },
+       rt,
+       at_},
+      {"global_avg_pool",
+       {},
+       {{{2, 3, 4, n}}},
+       [](const V& v) {
+         return reduce_ref(
+             v[0], {2, 3}, true, 0, [](double a, double x) { return a + x; },
+             [](double a, double k) { return a / k; });
+       },
+       rt,
+       at_},
+      {"global_max_pool",
+       {},
+       {{{2, 3, 5}}},
+       [](const V& v) {
+         return reduce_ref(v[0], {2}, true, -INFINITY,
+                           [](double a, double x) { return std::max(a, x); });
+       },
+       0,
+       0},
+      {"softmax",
+       {{"axis", 1}},
+       {{{n, 6}, DType::F32, -5, 5}},
+       [](const V& v) { return softmax_ref(v[0], 1, false); },
+       rt,
+       1e-6},
+      {"softmax",
+       {{"axis", 0}},
+       {{{3, 1, 4}}},
+       [](const V& v) { return softmax_ref(v[0], 0, false); },
+       rt,
+       1e-6},
+      {"log_softmax",
+       {{"axis", -1}},
+       {{{4, 7}, DType::F32, -5, 5}},
+       [](const V& v) { return softmax_ref(v[0], 1, true); },
+       rt,
+       at_},
   };
   auto norm_last = [](bool rms) -> Ref {
     return [rms](const V& v) {

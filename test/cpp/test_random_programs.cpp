@@ -26,19 +26,6 @@ using namespace pto::test;
 
 namespace {
 
-std::map<std::string, HostTensor> inputs_for(const RandomProgram& r, uint64_t seed) {
-  std::mt19937 rng(static_cast<uint32_t>(seed * 2654435761u + 1));
-  std::map<std::string, HostTensor> in;
-  for (const auto& i : r.program.inputs()) {
-    std::vector<int64_t> shape;
-    for (const Dim& d : i.shape) shape.push_back(d.is_symbolic() ? r.symbol_size.at(d.sym) : d.value);
-    const auto k = r.fan_in.find(i.name);
-    const double s = k == r.fan_in.end() ? 1.0 : 1.0 / static_cast<double>(k->second);
-    in[i.name] = random_tensor(shape, rng, -s, s);
-  }
-  return in;
-}
-
 // Empty when the program compiles with its default schedule and matches the
 // interpreter; else what went wrong.
 std::string check_program(uint64_t seed, bool convolutions) {
@@ -47,7 +34,7 @@ std::string check_program(uint64_t seed, bool convolutions) {
   try {
     const Target t = parse_target("host");
     const Kernel k(r.program, default_schedule(r.program, t), t);
-    const auto in = inputs_for(r, seed);
+    const auto in = random_program_inputs(r, seed);
     const auto got = run_f32(k, in);
     const auto want = interpret(r.program, in);
     const auto outs = r.program.outputs();

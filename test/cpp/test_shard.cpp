@@ -59,22 +59,6 @@ std::map<std::string, HostTensor> scaled_inputs(const Program& p, uint32_t seed)
   return in;
 }
 
-// Inputs U(-1, 1) for random program `r`, contraction weights U(-1/K, 1/K)
-// (RandomProgram.h), symbolic sizes at the sizes `r` runs them at.
-std::map<std::string, HostTensor> inputs_of(const RandomProgram& r, int seed) {
-  std::mt19937 rng(static_cast<uint32_t>(seed));
-  std::map<std::string, HostTensor> in;
-  for (const auto& i : r.program.inputs()) {
-    std::vector<int64_t> shape;
-    for (const Dim& d : i.shape)
-      shape.push_back(d.is_symbolic() ? r.symbol_size.at(d.sym) : d.value);
-    const auto f = r.fan_in.find(i.name);
-    const double s = f == r.fan_in.end() ? 1.0 : 1.0 / static_cast<double>(f->second);
-    in[i.name] = random_tensor(shape, rng, -s, s);
-  }
-  return in;
-}
-
 void check_matches(const std::vector<HostTensor>& got, const Program& p,
                    const std::map<std::string, HostTensor>& in) {
   const auto want = interpret(p, in);
@@ -144,7 +128,7 @@ TEST_CASE("batch axis is sound on random programs: each shard's program gives it
     const auto b = batch_axis(p);
     if (!b) continue;
     INFO("seed " << seed << ": " << r.str() << " along " << b->describe(p) << "\n" << p.str());
-    const auto in = inputs_of(r, seed);
+    const auto in = random_program_inputs(r, static_cast<uint64_t>(seed));
     const auto whole = interpret(p, in);
     const int64_t extent =
         b->extent.is_symbolic() ? r.symbol_size.at(b->extent.sym) : b->extent.value;
@@ -248,7 +232,7 @@ TEST_CASE("sharded runs of random programs match float64, every shard under the 
     if (!batch_axis(p)) continue;
     INFO("seed " << seed << ": " << r.str() << "\n" << p.str());
     const Kernel k(p, default_schedule(p, host_target()), host_target());
-    const auto in = inputs_of(r, seed);
+    const auto in = random_program_inputs(r, static_cast<uint64_t>(seed));
     RunStats whole;
     run_f32(k, in, 0, OnRefusal::Fail, &whole);
     if (whole.peak_bytes < 4096) continue;  // too little on the heap to split

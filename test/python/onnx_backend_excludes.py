@@ -305,16 +305,8 @@ EXCLUDES: dict[str, list[str]] = {
         'flexattention_fp16', 'flexattention_gqa', 'flexattention_prob_mod', 'flexattention_relative_positional',
         'flexattention_scaled', 'flexattention_score_mod', 'flexattention_soft_cap',
     ],
-    "pooling forms: dilations, ceil_mode, asymmetric pads of an average, MaxPool's Indices": [
-        'averagepool_2d_ceil', 'averagepool_2d_ceil_last_window_starts_on_pad', 'averagepool_2d_dilations',
-        'averagepool_2d_pads', 'averagepool_2d_same_lower', 'averagepool_2d_same_upper',
-        'averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False',
-        'averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True',
-        'averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_False',
-        'averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True', 'averagepool_3d_dilations_small',
-        'lppool_2d_dilations', 'maxpool_2d_dilations', 'maxpool_3d_dilations', 'maxpool_3d_dilations_use_ref_impl',
-        'maxpool_3d_dilations_use_ref_impl_large', 'maxpool_with_argmax_2d_precomputed_pads',
-        'maxpool_with_argmax_2d_precomputed_strides',
+    "MaxPool's Indices output": [
+        'maxpool_with_argmax_2d_precomputed_pads', 'maxpool_with_argmax_2d_precomputed_strides',
     ],
     'sequences, maps and optionals': [
         'identity_opt', 'identity_sequence', 'loop13_seq', 'loop16_seq_none',
