@@ -108,49 +108,88 @@ std::vector<Part> partition(const Program& program, const Schedule& schedule, co
         for (const std::string& r : stages[static_cast<size_t>(i)].reads())
           if (auto it = index.find(r); it != index.end()) tie_outside(i, it->second, true);
     }
+  // Stages computed from constants alone, whose group is all such stages,
+  // run once at load (weights laid out in the blocked form a kernel reads).
+  std::vector<bool> constant(static_cast<size_t>(n), false), hoist(static_cast<size_t>(n), false);
+  std::set<std::string> known_sizes;  // symbolic sizes the constants bind
+  for (const std::string& c : options.constants)
+    if (program.has_tensor(c))
+      for (const Dim& d : program.tensor(c).shape)
+        if (d.is_symbolic()) known_sizes.insert(d.sym);
+  auto sizes_known = [&](const Stage& st) {
+    for (const Dim& d : st.shape)
+      if (d.is_symbolic() && !known_sizes.count(d.sym)) return false;
+    for (const RVar& r : st.rvars)
+      if (r.extent.is_symbolic() && !known_sizes.count(r.extent.sym)) return false;
+    return true;
+  };
+  for (int i = 0; i < n; ++i) {
+    bool c = !options.constants.empty() && sizes_known(stages[static_cast<size_t>(i)]);
+    for (const std::string& r : stages[static_cast<size_t>(i)].reads()) {
+      const auto it = index.find(r);
+      c = c && (it == index.end() ? options.constants.count(r) > 0
+                                  : constant[static_cast<size_t>(it->second)]);
+    }
+    constant[static_cast<size_t>(i)] = c;
+  }
+  std::map<int, bool> all_constant;  // per group root
+  for (int i = 0; i < n; ++i)
+    if (!inlined(i)) {
+      auto [it, fresh] = all_constant.emplace(g.find(i), true);
+      it->second = it->second && constant[static_cast<size_t>(i)];
+    }
+  for (int i = 0; i < n; ++i)
+    hoist[static_cast<size_t>(i)] = !inlined(i) && all_constant[g.find(i)];
+  // Stages with code that run in the parts, in order.
+  auto placed = [&](int i) { return !inlined(i) && !hoist[static_cast<size_t>(i)]; };
+
   std::vector<int> last(static_cast<size_t>(n), -1);  // per group root: its last stage
-  for (int i = 0; i < n; ++i) last[static_cast<size_t>(g.find(i))] = i;
+  for (int i = 0; i < n; ++i)
+    if (placed(i)) last[static_cast<size_t>(g.find(i))] = i;
   // cut_ok[i]: a cut just before stage i separates no group.
   std::vector<bool> cut_ok(static_cast<size_t>(n) + 1, false);
   int reach = -1;  // the furthest last stage of a group begun so far
   for (int i = 0; i < n; ++i) {
     cut_ok[static_cast<size_t>(i)] = reach < i;
-    reach = std::max(reach, last[static_cast<size_t>(g.find(i))]);
+    if (placed(i)) reach = std::max(reach, last[static_cast<size_t>(g.find(i))]);
   }
   cut_ok[static_cast<size_t>(n)] = true;
 
   // Runs [begin, end) of up to max_stages stages with code, ended at the last
-  // cut allowed.
-  std::vector<std::pair<int, int>> runs;
+  // cut allowed; the load-time part first.
+  std::vector<std::vector<int>> code;
+  std::vector<int> at_load;
+  for (int i = 0; i < n; ++i)
+    if (hoist[static_cast<size_t>(i)]) at_load.push_back(i);
+  if (!at_load.empty()) code.push_back(at_load);
   const int most = std::max(1, options.max_stages);
   for (int begin = 0; begin < n;) {
     int end = -1, best = -1;
     for (int i = begin, counted = 0; i < n && end < 0; ++i) {
-      counted += inlined(i) ? 0 : 1;
+      counted += placed(i) ? 1 : 0;
       if (cut_ok[static_cast<size_t>(i) + 1]) best = i + 1;
       if (counted >= most && best > begin) end = best;
     }
-    // A run of inlined stages alone has no code: they go where they are read.
-    if (std::any_of(
-            stages.begin() + begin, stages.begin() + (end < 0 ? n : end),
-            [&](const Stage& st) { return !inlined(static_cast<int>(&st - stages.data())); }))
-      runs.emplace_back(begin, end < 0 ? n : end);
-    begin = end < 0 ? n : end;
+    if (end < 0) end = n;
+    std::vector<int> run;
+    for (int i = begin; i < end; ++i)
+      if (placed(i)) run.push_back(i);
+    if (!run.empty()) code.push_back(run);  // inlined stages alone go where they are read
+    begin = end;
+  }
+  if (code.empty()) code.push_back({});
+  if (code.size() == 1 && at_load.empty()) {
+    Part whole{program, schedule, {}, program.outputs()};
+    for (const TensorInfo& t : program.inputs()) whole.inputs.push_back(t.name);
+    return {whole};
   }
 
-  // Each part's stages: its run's stages with code, and the inlined stages
-  // they read (through other inlined stages too), in program order.
-  std::vector<std::vector<int>> members(runs.size());
-  std::map<std::string, int> part_of;  // stages with code
-  for (size_t k = 0; k < runs.size(); ++k) {
-    std::set<int> in;
-    std::vector<int> work;
-    for (int i = runs[k].first; i < runs[k].second; ++i)
-      if (!inlined(i)) {
-        in.insert(i);
-        work.push_back(i);
-        part_of[stages[static_cast<size_t>(i)].name] = static_cast<int>(k);
-      }
+  // Each part's stages: its stages with code, and the inlined stages they
+  // read (through other inlined stages too), in program order.
+  std::vector<std::vector<int>> members(code.size());
+  for (size_t k = 0; k < code.size(); ++k) {
+    std::set<int> in(code[k].begin(), code[k].end());
+    std::vector<int> work = code[k];
     while (!work.empty()) {
       const int i = work.back();
       work.pop_back();
@@ -161,18 +200,13 @@ std::vector<Part> partition(const Program& program, const Schedule& schedule, co
     }
     members[k].assign(in.begin(), in.end());
   }
-  if (runs.size() == 1) {
-    Part whole{program, schedule, {}, program.outputs()};
-    for (const TensorInfo& t : program.inputs()) whole.inputs.push_back(t.name);
-    return {whole};
-  }
 
   // What each part reads from outside it; a stage is an output of its part
   // where another part reads it or the program returns it.
-  std::vector<std::vector<std::string>> reads(runs.size());
+  std::vector<std::vector<std::string>> reads(code.size());
   const std::vector<std::string> outs = program.outputs();
   std::set<std::string> read_elsewhere(outs.begin(), outs.end());
-  for (size_t k = 0; k < runs.size(); ++k) {
+  for (size_t k = 0; k < code.size(); ++k) {
     std::set<std::string> mine, seen;
     for (int i : members[k]) mine.insert(stages[static_cast<size_t>(i)].name);
     for (int i : members[k])
@@ -185,7 +219,7 @@ std::vector<Part> partition(const Program& program, const Schedule& schedule, co
   // A symbolic size is bound by the first input that has it: a part whose
   // stages have a size its inputs do not also reads the program input that does.
   const auto symbols = program.symbols();
-  for (size_t k = 0; k < runs.size(); ++k) {
+  for (size_t k = 0; k < code.size(); ++k) {
     std::set<std::string> need, bound;
     for (int i : members[k]) {
       const Stage& st = stages[static_cast<size_t>(i)];
@@ -197,19 +231,30 @@ std::vector<Part> partition(const Program& program, const Schedule& schedule, co
     for (const std::string& r : reads[k])
       for (const Dim& d : program.tensor(r).shape)
         if (d.is_symbolic()) bound.insert(d.sym);
-    for (const std::string& sym : need)
-      if (!bound.count(sym))
-        if (auto it = symbols.find(sym); it != symbols.end()) {
-          reads[k].push_back(it->second.first);
-          for (const Dim& d : program.tensor(it->second.first).shape)
-            if (d.is_symbolic()) bound.insert(d.sym);
-        }
+    const bool load = k == 0 && !at_load.empty();
+    for (const std::string& sym : need) {
+      if (bound.count(sym)) continue;
+      std::string from;  // the load-time part binds its sizes from constants
+      if (load) {
+        for (const std::string& c : options.constants)
+          if (program.has_tensor(c))
+            for (const Dim& d : program.tensor(c).shape)
+              if (from.empty() && d.is_symbolic() && d.sym == sym) from = c;
+      } else if (auto it = symbols.find(sym); it != symbols.end()) {
+        from = it->second.first;
+      }
+      if (from.empty()) continue;
+      reads[k].push_back(from);
+      for (const Dim& d : program.tensor(from).shape)
+        if (d.is_symbolic()) bound.insert(d.sym);
+    }
   }
   std::vector<Part> parts;
-  for (size_t k = 0; k < runs.size(); ++k) {
+  for (size_t k = 0; k < code.size(); ++k) {
     Part part;
     part.program = Program(program.name() + "_part" + std::to_string(k));
     part.schedule.options = schedule.options;
+    part.at_load = k == 0 && !at_load.empty();
     for (const std::string& r : reads[k]) {
       const TensorInfo& info = program.tensor(r);
       part.program.input(r, info.shape, info.dtype);

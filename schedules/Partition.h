@@ -13,9 +13,11 @@
 // stages an `online_softmax` contraction recomputes) are never separated,
 // nor is a stage from one that reads it outside its extents (a padded
 // window: a part's input is a buffer of its extents); an inlined stage is
-// copied into each part that reads it.
+// copied into each part that reads it. Stages that depend on constant inputs
+// alone (weights) can be hoisted into a part that runs once, at load.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,12 +34,19 @@ struct Part {
   // parts' outputs) and those it produces for later parts or as program
   // outputs, by their names in the whole program (the part's names too).
   std::vector<std::string> inputs, outputs;
+  // Runs once when the program is loaded: its stages read only `constants`.
+  bool at_load = false;
 };
 
 struct PartitionOptions {
   // A part grows to this many stages with code (inlined ones not counted),
   // then ends at the last place it may (later where no cut is possible sooner).
   int max_stages = 48;
+  // Program inputs whose values are fixed when the program is loaded (a
+  // model's weights): the stages computed from them alone, where no tie
+  // holds them in a kernel, form a first part that runs once at load (the
+  // blocked weight layouts the defaults read, made once: weight pre-packing).
+  std::set<std::string> constants;
 };
 
 // The parts, in an order that runs them: each reads only program inputs and

@@ -60,8 +60,19 @@ class _Compiled:
         self._weights = weights
         # A large model compiles in parts, cut where the default schedule
         # stores every crossing tensor anyway (schedules/Partition.h).
+        # Weights bound to the program are constants of the partition.
         schedule = _pto.default_schedule(self.program, target)
-        self.parts = [_Part(d, target) for d in _pto.partition(self.program, schedule, target)]
+        parts = [_Part(d, target) for d in _pto.partition(self.program, schedule, target, constants=set(weights))]
+        # Weight pre-packing: what is computed from the weights alone (the
+        # blocked layouts the kernels read) runs once, now, and replaces them.
+        if parts and parts[0].at_load:
+            load = parts.pop(0)
+            outs, _ = load.kernel.run([np.require(weights[n], requirements="C") for n in load.inputs])
+            weights.update(zip(load.outputs, outs))
+            still = {n for p in parts for n in p.inputs} | set(self.outputs)
+            weights = {n: a for n, a in weights.items() if n in still}
+            self._weights = weights
+        self.parts = parts
         # Intermediates are dropped after the last part that reads them.
         last_read: dict[str, int] = {}
         for k, part in enumerate(self.parts):
@@ -92,6 +103,7 @@ class _Part:
         self.kernel = _pto.Kernel(self.program, d["schedule"], target)
         self.inputs = [t[0] for t in self.program.inputs()]
         self.outputs = list(self.program.outputs())
+        self.at_load = bool(d["at_load"])
 
 
 _DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i8": np.int8, "i16": np.int16,

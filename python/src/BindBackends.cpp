@@ -123,23 +123,28 @@ void bind_schedules(py::module_& m) {
   m.def("plain_schedule", [](const Program& p) { return dump(plain_schedule(p)); });
   m.def(
       "partition",
-      [](const Program& p, const std::string& json, const std::string& target, int max_stages) {
+      [](const Program& p, const std::string& json, const std::string& target, int max_stages,
+         const std::set<std::string>& constants) {
         py::list l;
-        for (Part& part : partition(p, parse(json), parse_target(target), {max_stages})) {
+        for (Part& part :
+             partition(p, parse(json), parse_target(target), {max_stages, constants})) {
           py::dict d;
           d["program"] = part.program;
           d["schedule"] = dump(part.schedule);
           d["inputs"] = part.inputs;
           d["outputs"] = part.outputs;
+          d["at_load"] = part.at_load;
           l.append(d);
         }
         return l;
       },
       py::arg("program"), py::arg("schedule"), py::arg("target") = "host",
       py::arg("max_stages") = PartitionOptions{}.max_stages,
+      py::arg("constants") = std::set<std::string>{},
       "The program and schedule cut into parts that compile as separate kernels "
-      "(schedules/Partition.h): "
-      "dicts of program, schedule, inputs and outputs (names in the whole program), in run order.");
+      "(schedules/Partition.h): dicts of program, schedule, inputs and outputs (names in the whole "
+      "program) and at_load (the part computed from `constants` alone, run once at load), in run "
+      "order.");
   m.def("full_speed_extents", [](const Program& p, const std::string& json) {
     return full_speed_extents(p, parse(json));
   }, py::arg("program"), py::arg("schedule"),

@@ -3,7 +3,8 @@
 // their default schedules, cut as finely as the schedule allows and run part
 // after part, match the float64 interpreter; every stage with code is in
 // exactly one part, each part reads only program inputs and earlier parts'
-// outputs, and ties (compute_at, compute_with, skip_padding) are never cut.
+// outputs, ties (compute_at, compute_with, skip_padding) are never cut, and
+// what is computed from constant inputs alone runs in a first, load-time part.
 //
 // Tolerance: the random-programs test's (1e-3 of max(1, |reference|)); a cut
 // changes no arithmetic, so a wrong part moves values by O(1).
@@ -71,8 +72,20 @@ std::string check_partitioned(uint64_t seed, bool convolutions) {
   const std::string what = "seed " + std::to_string(seed) + ": " + r.str();
   try {
     const Schedule s = default_schedule(r.program, host_target());
-    const auto parts = partition(r.program, s, host_target(), {1});
+    // Every input but the first fixed at load: the stages computed from them alone form a first
+    // part.
+    std::set<std::string> constants;
+    for (size_t i = 1; i < r.program.inputs().size(); ++i)
+      constants.insert(r.program.inputs()[i].name);
+    const auto parts = partition(r.program, s, host_target(), {1, constants});
     check_cover(r.program, s, parts);
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (k > 0 && parts[k].at_load) return what + ": a load-time part after the first";
+      if (parts[k].at_load)
+        for (const std::string& in : parts[k].inputs)
+          if (!constants.count(in))
+            return what + ": the load-time part reads '" + in + "', not a constant";
+    }
     const auto in = random_program_inputs(r, seed);
     const auto got = run_parts(parts, in);
     const auto want = interpret(r.program, in);
