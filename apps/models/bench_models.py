@@ -193,28 +193,6 @@ def rel_err(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.max(np.abs(np.asarray(got, np.float64) - want)) / max(np.max(np.abs(want)), 1e-30))
 
 
-def reference_outputs(m: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
-    """onnx's reference evaluator in float64 (inputs and initializers widened)."""
-    from onnx.reference import ReferenceEvaluator
-
-    m64 = onnx.ModelProto()
-    m64.CopyFrom(m)
-    for t in m64.graph.initializer:
-        if t.data_type == TensorProto.FLOAT:
-            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name))
-    for vi in list(m64.graph.input) + list(m64.graph.output):
-        if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
-            vi.type.tensor_type.elem_type = TensorProto.DOUBLE
-    for node in m64.graph.node:  # constants made in the graph
-        for a in node.attribute:
-            if a.name in ("value", "to") and node.op_type in ("Constant", "ConstantOfShape", "Cast"):
-                if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.FLOAT:
-                    a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float64), a.t.name))
-                elif a.type == onnx.AttributeProto.INT and a.i == TensorProto.FLOAT:
-                    a.i = TensorProto.DOUBLE
-    return ReferenceEvaluator(m64).run(None, {k: v.astype(np.float64) for k, v in feeds.items()})
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", default="")
@@ -258,7 +236,7 @@ def main() -> int:
             err_ort = max(rel_err(g, w) for g, w in zip(got, want))
             err_ref = None
             if not args.no_reference:
-                err_ref = max(rel_err(g, w) for g, w in zip(got, reference_outputs(m, feeds)))
+                err_ref = max(rel_err(g, w) for g, w in zip(got, pypto.onnx.reference(m, feeds)))
             # f32 through up to ~100 layers: 1e-3 of the output's scale (a wrong kernel is O(1) off).
             ok = err_ort <= 1e-3 and (err_ref is None or err_ref <= 1e-3)
             if not ok:

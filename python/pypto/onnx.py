@@ -24,7 +24,7 @@ import numpy as np
 
 from ._ext import _pto
 
-__all__ = ["load", "Model", "Backend", "BackendRep", "supported_operators"]
+__all__ = ["load", "Model", "Backend", "BackendRep", "supported_operators", "reference"]
 
 
 def supported_operators() -> list[str]:
@@ -198,6 +198,31 @@ class Model:
 def load(model: Any, target: str = "host") -> Model:
     """Imports an ONNX model (a path, bytes or an onnx.ModelProto)."""
     return Model(model, target)
+
+
+def reference(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """onnx's reference evaluator on a float64 copy of the model (float32 inputs, initializers,
+    graph constants and casts widened): the outputs to check an imported model against."""
+    import onnx
+    from onnx import TensorProto, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    m = onnx.load_from_string(_model_bytes(model))
+    for t in m.graph.initializer:
+        if t.data_type == TensorProto.FLOAT:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name))
+    for vi in list(m.graph.input) + list(m.graph.output):
+        if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
+            vi.type.tensor_type.elem_type = TensorProto.DOUBLE
+    for node in m.graph.node:  # constants made in the graph
+        for a in node.attribute:
+            if a.name in ("value", "to") and node.op_type in ("Constant", "ConstantOfShape", "Cast"):
+                if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.FLOAT:
+                    a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float64), a.t.name))
+                elif a.type == onnx.AttributeProto.INT and a.i == TensorProto.FLOAT:
+                    a.i = TensorProto.DOUBLE
+    wide = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in feeds.items()}
+    return ReferenceEvaluator(m).run(None, wide)
 
 
 # ---- onnx.backend ---------------------------------------------------------------

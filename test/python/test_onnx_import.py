@@ -8,7 +8,6 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 import pypto  # noqa: E402
 
@@ -23,16 +22,7 @@ def _f32(name, shape):
 
 
 def _reference(model, feeds):
-    """onnx's evaluator on float64 copies of the model and inputs."""
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    for t in m.graph.initializer:
-        if t.data_type == TensorProto.FLOAT:
-            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name))
-    for v in list(m.graph.input) + list(m.graph.output):
-        if v.type.tensor_type.elem_type == TensorProto.FLOAT:
-            v.type.tensor_type.elem_type = TensorProto.DOUBLE
-    return ReferenceEvaluator(m).run(None, {k: v.astype(np.float64) for k, v in feeds.items()})
+    return pypto.onnx.reference(model, feeds)
 
 
 def test_an_mlp_with_initializers_matches_float64(rng):
