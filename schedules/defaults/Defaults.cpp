@@ -309,6 +309,25 @@ Schedule default_schedule(const Program& p, const Target& t) {
       s[r].loops = parallel_vectorized(*m, t);
     }
   }
+  // An inline elementwise stage that a contraction's or convolution's
+  // reduction reads and that evaluates a transcendental (itself or through
+  // what it inlines: the erf-form GELU exporters emit, six stages with the
+  // bias add read twice, which the epilogue walk above does not take) is
+  // computed once, as its own vectorized pass: inline, the reduction would
+  // evaluate it again for every column tile (an imported BERT FFN: erf once
+  // per 16 output columns).
+  for (const Stage& st : p.stages()) {
+    if (!st.reduce || (st.kind != OpKind::Contraction && st.kind != OpKind::Convolution)) continue;
+    for (const std::string& r : st.reads()) {
+      const Stage* m = p.find_stage(r);
+      const StageSchedule* found = s.find(r);
+      if (!m || m->kind != OpKind::Elementwise || m->reduce || p.is_output(r) || !found ||
+          found->compute.kind != Placement::Kind::Inline || !evaluates_transcendental(p, *m, s))
+        continue;
+      s[r] = StageSchedule{};
+      s[r].loops = parallel_vectorized(*m, t);
+    }
+  }
   // The padded input a channels-last convolution reads (instead of an inline
   // guard in its reduction body).
   for (const Stage& st : p.stages()) {
