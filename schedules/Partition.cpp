@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "dsl/Analysis.h"
+#include "dsl/ZeroPadding.h"
 #include "schedules/Validate.h"
 #include "schedules/directives/OnlineSoftmax.h"
 
@@ -98,15 +99,20 @@ std::vector<Part> partition(const Program& program, const Schedule& schedule, co
   };
   // skip_padding reads the padded producer's definition, and its source
   // unclamped (Lower: the steps that would read padding are skipped, which
-  // Halide's bounds do not see): all it reads stays with it.
+  // Halide's bounds do not see): the padded stage and what it reads stay with
+  // it. (Its other operands, a convolution's weights, are read within their
+  // extents: they may be another part's, pre-packed at load.)
   for (int i = 0; i < n; ++i)
     if (!inlined(i)) {
-      const StageSchedule* ss = schedule.find(stages[static_cast<size_t>(i)].name);
-      const bool skips = ss && !ss->skip_padding.empty();
-      tie_outside(i, i, skips);
-      if (skips)  // the padded stage's own source, read unclamped
-        for (const std::string& r : stages[static_cast<size_t>(i)].reads())
-          if (auto it = index.find(r); it != index.end()) tie_outside(i, it->second, true);
+      const Stage& st = stages[static_cast<size_t>(i)];
+      const StageSchedule* ss = schedule.find(st.name);
+      const auto padded = ss && !ss->skip_padding.empty() ? padded_read(program, st) : std::nullopt;
+      const auto it = padded ? index.find(padded->stage->name) : index.end();
+      tie_outside(i, i, padded && it == index.end());
+      if (it != index.end()) {
+        if (!inlined(it->second)) g.join(i, it->second);
+        tie_outside(i, it->second, true);  // the padded stage's own source, read unclamped
+      }
     }
   // Stages computed from constants alone, whose group is all such stages,
   // run once at load (weights laid out in the blocked form a kernel reads).

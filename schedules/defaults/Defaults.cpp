@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "dsl/ZeroPadding.h"
 #include "schedules/LoopNest.h"
 #include "schedules/defaults/Gpu.h"
 #include "schedules/defaults/Rules.h"
@@ -16,6 +17,22 @@ namespace defaults {
 
 int64_t static_extent(const Dim& d) {
   return d.is_symbolic() ? -1 : d.value;
+}
+
+// Is `st` a contraction's or convolution's reduction, or the zero padding of
+// one that only such reductions read (a channels-last convolution's input:
+// its reduction reads through the padding, skip_padding)?
+bool reduction_reads(const Program& p, const Stage& st) {
+  const auto contraction = [](const Stage& c) {
+    return c.reduce && (c.kind == OpKind::Contraction || c.kind == OpKind::Convolution);
+  };
+  if (contraction(st)) return true;
+  if (st.op != "pad" || st.reduce || p.is_output(st.name)) return false;
+  const auto readers = p.consumers(st.name);
+  if (readers.empty()) return false;
+  for (const auto& c : readers)
+    if (!contraction(p.stage(c))) return false;
+  return true;
 }
 
 bool hosts_placements(const Schedule& s, const std::string& stage) {
@@ -250,16 +267,29 @@ Schedule default_schedule(const Program& p, const Target& t) {
       continue;  // too narrow for a vector register tile
     // An inline elementwise chain read by another reduction (linear -> bias ->
     // gelu -> linear) would be re-evaluated for every reduction step of its
-    // reader: materialize its last stage and fuse the contraction into it.
+    // reader, and one read by several stages (a residual block's add + ReLU:
+    // the next block's convolution and its residual add) once by each, and
+    // again inside whatever inlines those: materialize its last stage and
+    // fuse the contraction into it.
     if (!root && cur != st.name) {
-      bool contractions_read_it = true;
-      for (const auto& c : p.consumers(cur)) {
+      // (Not where a normalization reads it, a softmax: the row-wise rule
+      // places its producers.)
+      const auto readers = p.consumers(cur);
+      bool contractions_read_it = true, plain_readers = true;
+      for (const auto& c : readers) {
         const Stage& cs = p.stage(c);
-        contractions_read_it &=
-            cs.reduce && (cs.kind == OpKind::Contraction || cs.kind == OpKind::Convolution);
+        const bool contraction = reduction_reads(p, cs);
+        contractions_read_it &= contraction;
+        plain_readers &=
+            contraction ||
+            (!cs.reduce && (cs.kind == OpKind::Elementwise || cs.kind == OpKind::DataMovement));
       }
-      if (contractions_read_it) root = &p.stage(cur);
+      if (contractions_read_it || (readers.size() >= 2 && plain_readers)) root = &p.stage(cur);
     }
+    // An epilogue hosts one contraction's tile: a second one feeding it (a
+    // residual block's projection shortcut, added to the block's last
+    // convolution) accumulates alone, and the epilogue reads its result.
+    if (root && hosts_placements(s, root->name)) root = nullptr;
     // x @ W^T, or a wide W: the W panel must be packed (transposed), which
     // needs the contraction's own accumulator tile; the epilogue then runs as
     // its own (vectorized, parallel) pass over the result. So do columns
@@ -326,10 +356,18 @@ Schedule default_schedule(const Program& p, const Target& t) {
         continue;
       s[r] = StageSchedule{};
       s[r].loops = parallel_vectorized(*m, t);
+      // Made once to save work, not to narrow it: a bf16 / f16 stage keeps
+      // the f32 it had inline (wide_arithmetic), or an f16 attention's
+      // probabilities would round to 11 bits before the product with V
+      // (ONNX's attention_4d_causal_fp16 then missed its 1e-3 tolerance).
+      if (m->dtype == DType::F16 || m->dtype == DType::BF16) s[r].precision.storage = DType::F32;
     }
   }
   // The padded input a channels-last convolution reads (instead of an inline
-  // guard in its reduction body).
+  // guard in its reduction body). Where its reduction skips the padding it
+  // reads the padding's source in place (ZeroPadding.h): that source is then
+  // made once, as the padding would have been, not evaluated inline in every
+  // reduction step (a batch norm + ReLU not fused into the convolution before).
   for (const Stage& st : p.stages()) {
     if (!channels_last_conv(st) || !st.reduce) continue;
     for (const std::string& r : st.reads()) {
@@ -339,6 +377,16 @@ Schedule default_schedule(const Program& p, const Target& t) {
       StageSchedule& ps = s[r];
       ps = StageSchedule{};
       ps.loops = padded_input(*pad, t);
+      const StageSchedule* cs = s.find(st.name);
+      if (!cs || !read_through_padding(p, st, cs->skip_padding)) continue;
+      for (const std::string& src : pad->reads()) {
+        const Stage* m = p.find_stage(src);
+        const StageSchedule* found = s.find(src);
+        if (m && !m->reduce && found && found->compute.kind == Placement::Kind::Inline) {
+          s[src] = StageSchedule{};
+          s[src].loops = parallel_vectorized(*m, t);
+        }
+      }
     }
   }
   // The im2col copy a dense channels-first convolution's GEMM reads
