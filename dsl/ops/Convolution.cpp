@@ -129,28 +129,84 @@ Tensor im2col_conv(Program p, const std::string& op, const std::string& out, int
   return p.define(out, ovars, oshape, v, OpKind::Elementwise, op);
 }
 
+// Is a channels-first convolution in the direct window tile's range
+// (schedules/defaults/Window.cpp; measurements at its use in conv())?
+bool window_direct(int spatial, int groups, int64_t taps, bool unit_stride, int64_t w_bytes) {
+  return spatial == 2 && taps > 1 && groups == 1 && unit_stride && w_bytes <= (int64_t{256} << 10);
+}
+
+// Does the auto algorithm compute a channels-first convolution channels-last
+// (nchw_through_channels_last)? `direct`: the window tile would take it.
+// Dense k x k (k > 1) convolutions go channels-last
+// where its output-channel vectors are at least 7/8 full (16 | O, or 71
+// channels in 5 vectors; 10, 18, 20, 39 or 51 channels lost 0.1-0.8x of
+// the paths below), its output has 96 or more pixels (the weights,
+// reordered every call, cost too much per pixel below: 3x3 512 -> 512 at
+// 7x7 1.04 -> 1.13 ms, 69 -> 224 at 8x8 0.072 -> 0.087), and, where the
+// direct window tile would take it, 32 or more input channels (3 -> 32 at
+// 64x64 0.065 -> 0.106 ms, 16 -> 32 at 32x32 0.038 -> 0.049: the tile's
+// reduction over channels is that short per tap). 2 threads, Sapphire
+// Rapids, this path against the one below (oneDNN): dilated 256 at 33x33
+// 4.55 -> 4.19 ms (3.32), stride 2 128 at 56x56 0.91 -> 0.83 (0.70), 64
+// at 28x28 0.239 -> 0.213 (0.182), stride 2 256 at 28x28 1.15 -> 0.91
+// (0.81), 5x5 32 -> 48 at 40x40 0.50 -> 0.39 (0.35), the 7x7 stride 2
+// stem 1.26 -> 0.89 (0.80), 256 at 14x14 1.08 -> 0.72 (0.65), 128 at
+// 10x10 0.19 -> 0.12 (0.11). 1x1 kernels gained nothing (256 -> 512 at
+// 14x14) or lost (32 -> 16 at 112x112 0.07 -> 0.22).
+// Where the window tile would not take it (strided, or weights past
+// its L2 share), emptier vectors go too, padded with zero channels to
+// whole blocks, down to half-full ones, from 64 reduction steps per
+// output (input channels x taps: 8 channels at 3x3):
+// the im2col GEMM they replace gathers its copy at a stride and tiles
+// few output channels poorly. Same machine, padded / im2col (oneDNN):
+// 270 -> 13 5x5 at 12x12 0.146 / 0.494 ms (0.144), 38 -> 15 7x7 stride 2
+// at 37x37 0.117 / 0.223 (0.086), 83 -> 40 3x3 stride 2 at 73x73 0.46 /
+// 0.73 (0.38), 114 -> 65 5x5 stride 2 at 121x121 6.7 / 9.7 (5.1), 126
+// -> 21 dilated stride 2 at 66x66 0.37 / 0.50 (0.38), 146 -> 173 3x3 at
+// 23x23 0.89 / 1.15 (0.78); 4 -> 10 stride 2 at 115x115 lost (0.059 /
+// 0.029). Through the window tile's stride-1 range they won little and
+// lost some (54 -> 18 at 48x48 0.24 / 0.15, dilated 180 -> 18 at 111x111
+// 4.9 / 3.8), and stay as they were.
+bool auto_channels_last(int spatial, int groups, int64_t taps, int64_t C, int64_t O, int64_t pixels,
+                        bool direct) {
+  if (spatial != 2 || groups != 1 || taps <= 1) return false;
+  const int64_t vectors = (O + 15) / 16;
+  // (At least one vector's worth for the window tile's range: 14 or 15
+  // channels padded to 16 went either way against it, 64 -> 15 at 40x40
+  // 0.131 / 0.116 ms, 40 -> 15 5x5 at 60x60 0.42 / 0.36, 128 -> 14 at
+  // 28x28 0.124 / 0.158.)
+  const bool full_vectors = O >= 16 && 8 * O >= 7 * 16 * vectors;
+  // The window tile's unrolled body holds 256 FMAs (Window.cpp), a
+  // single row of a few channels at 7x7 and up: those are no window
+  // cases (2 threads, channels-last / window: 8 -> 83 7x7 at 55x55 0.59 /
+  // 0.98 ms, oneDNN 0.78; 7 -> 20 at 54x54 0.169 / 0.204; 32 -> 24 at
+  // 28x28 0.21 / 0.32; 3 -> 64 at 64x64 0.25 / 0.33; 64 -> 100 at 14x14
+  // even).
+  const bool window = direct && taps < 49;
+  const bool padded = !window && C * taps >= 64 && 2 * O >= 16 * vectors;
+  return (full_vectors || padded) && pixels >= 96 && (!window || C >= 32);
+}
+
 }  // namespace
 
-// A dense channels-first 2-D convolution computed channels-last, as oneDNN
-// computes one given NCHW tensors (reorders in, a direct convolution in its
-// blocked layout, a reorder out): the input transposed to NHWC, the OIHW
-// weights to [ceil(O/16), KH, KW, C, 16] blocks (the last padded with zero
-// channels where 16 does not divide O), conv2d_nhwc's implicit GEMM (output channels along the
-// vectors, the default rules of schedules/defaults/ChannelsLastConv.cpp), and its output (+ bias)
-// transposed back. The transposes are data-movement stages the defaults make
-// once per call (Defaults.cpp): every tensor is an input, so the weights are
-// reordered on every call, as oneDNN's are when given them that way.
-Tensor nchw_through_channels_last(Program p, const std::string& out, const Tensor& x, const Tensor& w,
-                                  const Tensor& b, const std::vector<int>& stride, const std::vector<int>& dilation,
-                                  const std::vector<int>& padding) {
-  const int64_t C = x.shape()[1].value, H = x.shape()[2].value, W = x.shape()[3].value;
+// A dense 2-D convolution of channels-last activations with OIHW weights (the
+// layout ONNX and PyTorch store), as oneDNN computes one in its blocked
+// layouts: the weights reordered to [ceil(O/16), KH, KW, C, 16] blocks (the
+// last padded with zero channels where 16 does not divide O), conv2d_nhwc's
+// implicit GEMM (output channels along the vectors, the default rules of
+// schedules/defaults/ChannelsLastConv.cpp). Output channels that are not
+// whole blocks are padded with zero weights (and bias) to whole ones, so that
+// every register tile's vectors are full loads of the blocked weights: the
+// result has ceil(O/16) * 16 channels, the first O of them the convolution's.
+// The reorder is a data-movement stage computed from the weights alone, which
+// a compiled model holding them as constants runs once at load
+// (schedules/Partition.h).
+Tensor blocked_channels_last(Program p, const std::string& out, const Tensor& xt, const Tensor& w,
+                             const Tensor& b, const std::vector<int>& stride,
+                             const std::vector<int>& dilation, const std::vector<int>& padding) {
+  const int64_t C = xt.shape()[3].value;
   const int64_t O = w.shape()[0].value, KH = w.shape()[2].value, KW = w.shape()[3].value;
-  const Tensor xt = p.define(p.unique_name(out + "_nhwc_in"), {"n", "h", "w", "c"}, {x.shape()[0], H, W, C},
-                             x(var("n"), var("c"), var("h"), var("w")), OpKind::DataMovement, "transpose");
   constexpr int kBlock = 16;  // BlockedWeights.h's block: one AVX-512 f32 vector, two AVX2 ones
-  // Output channels that are not whole blocks are padded with zero weights
-  // (and bias) to whole ones, computed and not copied out: every register
-  // tile's vectors are then full loads of the blocked weights.
   const int64_t OB = (O + kBlock - 1) / kBlock;
   const Expr o = var("ob") * kBlock + var("oi"), in_o = o < static_cast<int>(O);
   const Expr oc = min(o, static_cast<int>(O - 1));
@@ -165,10 +221,84 @@ Tensor nchw_through_channels_last(Program p, const std::string& out, const Tenso
                     select(var("o") < static_cast<int>(O),
                            b(min(var("o"), static_cast<int>(O - 1))), make_const(0, b.dtype())),
                     OpKind::DataMovement, "pad");
-  const Tensor y = conv2d_nhwc(xt, wt, bias, {stride[0], stride[1]}, {padding[0], padding[1]},
-                               {dilation[0], dilation[1]}, p.unique_name(out + "_nhwc"));
+  return conv2d_nhwc(xt, wt, bias, {stride[0], stride[1]}, {padding[0], padding[1]},
+                     {dilation[0], dilation[1]}, out);
+}
+
+// A dense channels-first 2-D convolution computed channels-last, as oneDNN
+// computes one given NCHW tensors (reorders in, a direct convolution in its
+// blocked layout, a reorder out): the input transposed to NHWC,
+// blocked_channels_last, and its output (+ bias) transposed back. The
+// transposes are data-movement stages the defaults make once per call
+// (Defaults.cpp).
+Tensor nchw_through_channels_last(Program p, const std::string& out, const Tensor& x,
+                                  const Tensor& w, const Tensor& b, const std::vector<int>& stride,
+                                  const std::vector<int>& dilation,
+                                  const std::vector<int>& padding) {
+  const int64_t C = x.shape()[1].value, H = x.shape()[2].value, W = x.shape()[3].value;
+  const int64_t O = w.shape()[0].value;
+  const Tensor xt =
+      p.define(p.unique_name(out + "_nhwc_in"), {"n", "h", "w", "c"}, {x.shape()[0], H, W, C},
+               x(var("n"), var("c"), var("h"), var("w")), OpKind::DataMovement, "transpose");
+  const Tensor y =
+      blocked_channels_last(p, p.unique_name(out + "_nhwc"), xt, w, b, stride, dilation, padding);
   return p.define(out, {"n", "o", "y", "x"}, {x.shape()[0], Dim(O), y.shape()[1], y.shape()[2]},
                   y(var("n"), var("y"), var("x"), var("o")), OpKind::DataMovement, "transpose");
+}
+
+Tensor conv2d_channels_last(const Tensor& x, const Tensor& w, const Tensor& b,
+                            std::array<int, 2> stride, std::array<int, 2> padding,
+                            std::array<int, 2> dilation, const std::string& name) {
+  const std::string op = "conv2d_channels_last";
+  if (x.rank() != 4)
+    throw ShapeError(op + ": input '" + x.name() + "' must be [N, H, W, C] (rank 4), got " +
+                     to_string(x.shape()));
+  if (w.rank() != 4)
+    throw ShapeError(op + ": weight '" + w.name() + "' must be [O, C, KH, KW] (rank 4), got " +
+                     to_string(w.shape()));
+  for (int k = 1; k < 4; ++k) static_dim(op, x, k);
+  for (int k = 0; k < 4; ++k) static_dim(op, w, k);
+  if (w.shape()[1] != x.shape()[3])
+    throw ShapeError(op + ": weight '" + w.name() + "' has " + w.shape()[1].str() +
+                     " input channels (dim 1 of [O, C, KH, KW]); input '" + x.name() + "' has " +
+                     x.shape()[3].str() + " (dim 3 of [N, H, W, C])");
+  Program p = x.program();
+  const std::string out = name.empty() ? p.unique_name(op) : name;
+  const int64_t O = w.shape()[0].value;
+  if (O % 16 == 0)
+    return blocked_channels_last(p, out, x, w, b, {stride[0], stride[1]},
+                                 {dilation[0], dilation[1]}, {padding[0], padding[1]});
+  const Tensor y =
+      blocked_channels_last(p, p.unique_name(out + "_blocks"), x, w, b, {stride[0], stride[1]},
+                            {dilation[0], dilation[1]}, {padding[0], padding[1]});
+  return p.define(out, {"n", "y", "x", "o"}, {x.shape()[0], y.shape()[1], y.shape()[2], Dim(O)},
+                  y(var("n"), var("y"), var("x"), var("o")), OpKind::DataMovement, "slice");
+}
+
+bool conv2d_auto_channels_last(const Tensor& x, const Tensor& w, const ConvParams& params) {
+  const std::string op = "conv2d";
+  if (x.rank() != 4 || w.rank() != 4 || params.groups != 1 || params.layout != "NCHW" ||
+      params.algorithm != "auto")
+    return false;
+  const auto stride = per_dim(op, "stride", params.stride, 2, 1, 1);
+  const auto dilation = per_dim(op, "dilation", params.dilation, 2, 1, 1);
+  const auto padding = per_dim(op, "padding", params.padding, 2, 0, 0);
+  for (int k = 1; k < 4; ++k) static_dim(op, x, k);
+  for (int k = 0; k < 4; ++k) static_dim(op, w, k);
+  const int64_t C = x.shape()[1].value, O = w.shape()[0].value;
+  int64_t taps = 1, pixels = 1;
+  for (int s = 0; s < 2; ++s) {
+    const int64_t in = x.shape()[static_cast<size_t>(2 + s)].value,
+                  k = w.shape()[static_cast<size_t>(2 + s)].value;
+    const int64_t span = in + 2 * padding[s] - dilation[s] * (k - 1) - 1;
+    if (span < 0) return false;
+    taps *= k;
+    pixels *= span / stride[s] + 1;
+  }
+  const bool unit_stride = stride[0] == 1 && stride[1] == 1;
+  const int64_t w_bytes = O * C * taps * bytes(x.dtype());
+  return auto_channels_last(2, 1, taps, C, O, pixels,
+                            window_direct(2, 1, taps, unit_stride, w_bytes));
 }
 
 Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w, const Tensor& b,
@@ -321,55 +451,9 @@ Tensor conv(const std::string& op, int spatial, const Tensor& x, const Tensor& w
     bool unit_stride = true;
     for (int s = 0; s < spatial; ++s) unit_stride = unit_stride && stride[s] == 1;
     const int64_t w_bytes = O * Cg * taps * bytes(x.dtype());
-    const bool direct = spatial == 2 && taps > 1 && groups == 1 && unit_stride && w_bytes <= (int64_t{256} << 10);
-    // Dense k x k (k > 1) convolutions go channels-last (nchw_through_channels_last)
-    // where its output-channel vectors are at least 7/8 full (16 | O, or 71
-    // channels in 5 vectors; 10, 18, 20, 39 or 51 channels lost 0.1-0.8x of
-    // the paths below), its output has 96 or more pixels (the weights,
-    // reordered every call, cost too much per pixel below: 3x3 512 -> 512 at
-    // 7x7 1.04 -> 1.13 ms, 69 -> 224 at 8x8 0.072 -> 0.087), and, where the
-    // direct window tile would take it, 32 or more input channels (3 -> 32 at
-    // 64x64 0.065 -> 0.106 ms, 16 -> 32 at 32x32 0.038 -> 0.049: the tile's
-    // reduction over channels is that short per tap). 2 threads, Sapphire
-    // Rapids, this path against the one below (oneDNN): dilated 256 at 33x33
-    // 4.55 -> 4.19 ms (3.32), stride 2 128 at 56x56 0.91 -> 0.83 (0.70), 64
-    // at 28x28 0.239 -> 0.213 (0.182), stride 2 256 at 28x28 1.15 -> 0.91
-    // (0.81), 5x5 32 -> 48 at 40x40 0.50 -> 0.39 (0.35), the 7x7 stride 2
-    // stem 1.26 -> 0.89 (0.80), 256 at 14x14 1.08 -> 0.72 (0.65), 128 at
-    // 10x10 0.19 -> 0.12 (0.11). 1x1 kernels gained nothing (256 -> 512 at
-    // 14x14) or lost (32 -> 16 at 112x112 0.07 -> 0.22).
-    // Where the window tile would not take it (strided, or weights past
-    // its L2 share), emptier vectors go too, padded with zero channels to
-    // whole blocks, down to half-full ones, from 64 reduction steps per
-    // output (input channels x taps: 8 channels at 3x3):
-    // the im2col GEMM they replace gathers its copy at a stride and tiles
-    // few output channels poorly. Same machine, padded / im2col (oneDNN):
-    // 270 -> 13 5x5 at 12x12 0.146 / 0.494 ms (0.144), 38 -> 15 7x7 stride 2
-    // at 37x37 0.117 / 0.223 (0.086), 83 -> 40 3x3 stride 2 at 73x73 0.46 /
-    // 0.73 (0.38), 114 -> 65 5x5 stride 2 at 121x121 6.7 / 9.7 (5.1), 126
-    // -> 21 dilated stride 2 at 66x66 0.37 / 0.50 (0.38), 146 -> 173 3x3 at
-    // 23x23 0.89 / 1.15 (0.78); 4 -> 10 stride 2 at 115x115 lost (0.059 /
-    // 0.029). Through the window tile's stride-1 range they won little and
-    // lost some (54 -> 18 at 48x48 0.24 / 0.15, dilated 180 -> 18 at 111x111
-    // 4.9 / 3.8), and stay as they were.
-    if (spatial == 2 && groups == 1 && taps > 1) {
-      const int64_t vectors = (O + 15) / 16;
-      // (At least one vector's worth for the window tile's range: 14 or 15
-      // channels padded to 16 went either way against it, 64 -> 15 at 40x40
-      // 0.131 / 0.116 ms, 40 -> 15 5x5 at 60x60 0.42 / 0.36, 128 -> 14 at
-      // 28x28 0.124 / 0.158.)
-      const bool full_vectors = O >= 16 && 8 * O >= 7 * 16 * vectors;
-      // The window tile's unrolled body holds 256 FMAs (Window.cpp), a
-      // single row of a few channels at 7x7 and up: those are no window
-      // cases (2 threads, channels-last / window: 8 -> 83 7x7 at 55x55 0.59 /
-      // 0.98 ms, oneDNN 0.78; 7 -> 20 at 54x54 0.169 / 0.204; 32 -> 24 at
-      // 28x28 0.21 / 0.32; 3 -> 64 at 64x64 0.25 / 0.33; 64 -> 100 at 14x14
-      // even).
-      const bool window = direct && taps < 49;
-      const bool padded = !window && C * taps >= 64 && 2 * O >= 16 * vectors;
-      if ((full_vectors || padded) && pixels >= 96 && (!window || C >= 32))
-        return nchw_through_channels_last(p, out, x, w, b, stride, dilation, padding);
-    }
+    const bool direct = window_direct(spatial, groups, taps, unit_stride, w_bytes);
+    if (auto_channels_last(spatial, groups, taps, C, O, pixels, direct))
+      return nchw_through_channels_last(p, out, x, w, b, stride, dilation, padding);
     const bool whole_vectors = oshape.back().value % 16 == 0;
     const bool few_shared =
         spatial == 2 && taps > 1 && groups == 1 && og >= 6 && og % 2 != 0 && og % 3 != 0;

@@ -202,6 +202,20 @@ Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParam
 // (DataMovement, op "pad").
 Tensor conv2d_nhwc(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int, 2> stride = {1, 1},
                    std::array<int, 2> padding = {0, 0}, std::array<int, 2> dilation = {1, 1}, const std::string& name = "");
+// A dense 2-D convolution of channels-last activations [N, H, W, C] with
+// OIHW weights [O, C, KH, KW] (as ONNX and PyTorch store them), output
+// [N, OH, OW, O]: the weights reordered to blocks of 16 output channels
+// (a stage computed from the weights alone: a model that holds them as
+// constants reorders them once, at load) feeding conv2d_nhwc. What a
+// channels-first model computes between its convolutions without
+// transposing back and forth (the ONNX importer's channels-last layout).
+Tensor conv2d_channels_last(const Tensor& x, const Tensor& w, const Tensor& b,
+                            std::array<int, 2> stride = {1, 1}, std::array<int, 2> padding = {0, 0},
+                            std::array<int, 2> dilation = {1, 1}, const std::string& name = "");
+// Would conv2d's auto algorithm compute this channels-first convolution
+// channels-last (transposes around a blocked conv2d_nhwc)? The one rule, for
+// callers that choose a layout across several convolutions.
+bool conv2d_auto_channels_last(const Tensor& x, const Tensor& w, const ConvParams& params);
 // Transposed 2-D convolution (PyTorch semantics), NCHW, weight [C, O/groups, KH, KW].
 Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, std::array<int, 2> stride = {1, 1},
                         std::array<int, 2> padding = {0, 0}, std::array<int, 2> output_padding = {0, 0},
@@ -219,6 +233,7 @@ struct PoolParams {
   bool count_include_pad = false;
   std::vector<int> padding_end, dilation;  // empty = padding, 1
   bool ceil_mode = false;
+  bool channels_last = false;  // x is [N, spatial..., C], and so is the output
 };
 Tensor max_pool(const std::string& op, int spatial, const Tensor& x, const PoolParams& p, const std::string& name = "");
 Tensor avg_pool(const std::string& op, int spatial, const Tensor& x, const PoolParams& p, const std::string& name = "");

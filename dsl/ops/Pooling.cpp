@@ -1,10 +1,12 @@
-// Pooling over the spatial dims of channels-first tensors [N, C, spatial...]:
+// Pooling over the spatial dims of channels-first tensors [N, C, spatial...]
+// (or channels-last ones [N, spatial..., C], PoolParams::channels_last):
 // max, average and sum over 1-3 spatial dims with stride, dilation, padding
 // at each end (asymmetric too) and ceil_mode, and global average / max (ONNX
 // GlobalAveragePool: spatial dims kept as size 1). Padded positions never win
 // a max; an average divides by the number of in-image taps unless
 // count_include_pad (then by the taps inside the padded input: a ceil_mode
 // window running past the end padding counts only what it covers).
+#include <algorithm>
 #include <limits>
 
 #include "dsl/ops/Ops.h"
@@ -34,9 +36,13 @@ Expr taps_between(const Expr& start, int taps, int d, int lo, int hi) {
 
 Window window(const std::string& op, int spatial, const Tensor& x, const PoolParams& pp) {
   const int r = spatial + 2;
+  const bool last = pp.channels_last;
   if (x.rank() != r)
-    throw ShapeError(op + ": input '" + x.name() + "' must be [N, C, " + std::to_string(spatial) +
-                     " spatial dims] (rank " + std::to_string(r) + "), got " + to_string(x.shape()));
+    throw ShapeError(op + ": input '" + x.name() + "' must be " +
+                     (last ? "[N, " + std::to_string(spatial) + " spatial dims, C]"
+                           : "[N, C, " + std::to_string(spatial) + " spatial dims]") +
+                     " (rank " + std::to_string(r) + "), got " + to_string(x.shape()));
+  const int sax = last ? 1 : 2;  // x's first spatial axis
   auto per = [&](const char* what, std::vector<int> v, const std::vector<int>& def, int min) {
     if (v.empty()) v = def;
     if (v.size() == 1 && spatial > 1) v.assign(static_cast<size_t>(spatial), v[0]);
@@ -55,7 +61,7 @@ Window window(const std::string& op, int spatial, const Tensor& x, const PoolPar
       per("dilation", pp.dilation, std::vector<int>(static_cast<size_t>(spatial), 1), 1);
   Window w;
   w.vars = {"n", "c"};
-  w.shape = {x.shape()[0], x.shape()[1]};
+  w.shape = {x.shape()[0], x.shape()[last ? static_cast<size_t>(r - 1) : 1]};
   w.index = {var("n"), var("c")};
   Expr count = Expr(1), padded = Expr(1);
   bool whole = true;  // every window inside the padded input
@@ -66,7 +72,7 @@ Window window(const std::string& op, int spatial, const Tensor& x, const PoolPar
       throw ShapeError(op + ": padding " + std::to_string(begin[s]) + " / " +
                        std::to_string(end[s]) + " in spatial dim " + std::to_string(s) +
                        " must be smaller than the window's span " + std::to_string(span));
-    const int64_t in = static_dim(op, x, 2 + s);
+    const int64_t in = static_dim(op, x, sax + s);
     const int64_t room = in + begin[s] + end[s] - span;
     if (room < 0)
       throw ShapeError(
@@ -94,6 +100,11 @@ Window window(const std::string& op, int spatial, const Tensor& x, const PoolPar
   }
   w.count = count;
   if (!whole) w.padded_count = padded;
+  if (last) {  // [n, c, s...] -> [n, s..., c]: the channel var last (window_pool tells them so)
+    std::rotate(w.vars.begin() + 1, w.vars.begin() + 2, w.vars.end());
+    std::rotate(w.shape.begin() + 1, w.shape.begin() + 2, w.shape.end());
+    std::rotate(w.index.begin() + 1, w.index.begin() + 2, w.index.end());
+  }
   return w;
 }
 

@@ -27,7 +27,8 @@ const std::vector<AttrSpec> kConvAttrs = {{"stride", L, kNone},   {"padding", L,
                                           {"layout", S, "NCHW"},  {"algorithm", S, "auto"}};
 const std::vector<AttrSpec> kPoolAttrs = {{"kernel", L, nullptr, true}, {"stride", L, kNone},
                                           {"padding", L, kNone},        {"padding_end", L, kNone},
-                                          {"dilation", L, kNone},       {"ceil_mode", B, false}};
+                                          {"dilation", L, kNone},       {"ceil_mode", B, false},
+                                          {"channels_last", B, false}};
 std::vector<AttrSpec> with(std::vector<AttrSpec> a, const std::vector<AttrSpec>& more) {
   a.insert(a.end(), more.begin(), more.end());
   return a;
@@ -39,10 +40,10 @@ ConvParams conv_params(const Attrs& a) {
           a.get<int>("groups"), a.get<std::string>("layout"), a.get<std::string>("algorithm")};
 }
 PoolParams pool_params(const Attrs& a) {
-  return {ints(a, "kernel"),       ints(a, "stride"),
-          ints(a, "padding"),      a.has("count_include_pad") && a.get<bool>("count_include_pad"),
-          ints(a, "padding_end"),  ints(a, "dilation"),
-          a.get<bool>("ceil_mode")};
+  return {ints(a, "kernel"),        ints(a, "stride"),
+          ints(a, "padding"),       a.has("count_include_pad") && a.get<bool>("count_include_pad"),
+          ints(a, "padding_end"),   ints(a, "dilation"),
+          a.get<bool>("ceil_mode"), a.get<bool>("channels_last")};
 }
 
 // A reduction over axes with keepdims: the function's name is the row's.

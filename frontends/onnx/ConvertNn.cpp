@@ -8,6 +8,7 @@
 
 #include "dsl/Error.h"
 #include "dsl/ops/Ops.h"
+#include "frontends/onnx/ChannelsLast.h"
 #include "frontends/onnx/Converter.h"
 
 namespace pto::onnx {
@@ -75,40 +76,116 @@ json pool_attrs(const Window& w) {
           {"dilation", w.dilation}};
 }
 
-// x padded explicitly (value v) where the window's padding is asymmetric.
-Tensor pre_pad(const Tensor& x, Window& w, double v) {
+// x padded explicitly (value v) where the window's padding is asymmetric;
+// its spatial dims start at axis `first` (2: NCHW, 1: channels-last).
+Tensor pre_pad(const Tensor& x, Window& w, double v, size_t first = 2) {
   const size_t s = w.begin.size(), r = static_cast<size_t>(x.rank());
   std::vector<int64_t> pads(2 * r, 0);
-  for (size_t i = 0; i < s; ++i) pads[r - s + i] = w.begin[i], pads[2 * r - s + i] = w.end[i];
+  for (size_t i = 0; i < s; ++i) pads[first + i] = w.begin[i], pads[r + first + i] = w.end[i];
   w.begin.assign(s, 0);
   w.end.assign(s, 0);
   return ops::call("pad", {x}, {{"pads", pads}, {"mode", "constant"}, {"value", v}});
 }
 
+// A dense 2-D float convolution whose output channels are whole vectors is
+// computed channels-last (ChannelsLast.h) where its input is held so, or where
+// the library would compute it so anyway (ops::conv2d_auto_channels_last: it
+// then transposes the input once, and the output stays channels-last for
+// what follows).
 std::vector<Value> conv(NodeContext& c) {
   c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
-  Tensor x = c.input(0);
   const Tensor w = c.input(1);
-  const int s = x.rank() - 2;
+  const auto xs = c.input_shape(0);
+  const int s = static_cast<int>(xs.size()) - 2;
   if (s < 1 || s > 3)
-    c.fail("input of rank " + std::to_string(x.rank()) + ": 1-3 spatial dims are supported");
-  if (w.rank() != x.rank())
+    c.fail("input of rank " + std::to_string(xs.size()) + ": 1-3 spatial dims are supported");
+  if (w.rank() != static_cast<int>(xs.size()))
     c.fail("the weight has rank " + std::to_string(w.rank()) + "; the input's rank " +
-           std::to_string(x.rank()) + " needs [out channels, in channels / group, kernel...]");
-  const auto xs = static_shape(x, c.where()), ws = static_shape(w, c.where());
+           std::to_string(xs.size()) + " needs [out channels, in channels / group, kernel...]");
+  const auto ws = static_shape(w, c.where());
   std::vector<int64_t> k(ws.begin() + 2, ws.end());
   if (c.has_attr("kernel_shape") && c.attr_ints("kernel_shape") != k)
     c.fail("kernel_shape does not match the weight's spatial dims");
   Window win = window(c, {xs.begin() + 2, xs.end()}, k);
+  const int64_t groups = c.attr_int("group", 1);
+  const Tensor b = c.has_input(2) ? c.input(2) : Tensor();
+  if (s == 2 && groups == 1 && ws[0] % 16 == 0 && w.dtype() == DType::F32 && ws[1] == xs[1]) {
+    Tensor xl = c.input_channels_last(0);
+    if (!xl.defined()) {
+      ops::ConvParams cp;
+      cp.stride = to_int(win.stride), cp.dilation = to_int(win.dilation),
+      cp.padding = to_int(win.begin);
+      const Tensor x = c.input(0);
+      if (!symmetric(win) || !ops::conv2d_auto_channels_last(x, w, cp))
+        xl = Tensor();
+      else
+        xl = channels_last::from_nchw(x, c.program().unique_name(c.out_name() + "_nhwc_in"));
+    }
+    if (xl.defined()) {
+      if (!symmetric(win)) xl = pre_pad(xl, win, 0.0, 1);
+      const auto st = to_int(win.stride), pd = to_int(win.begin), di = to_int(win.dilation);
+      return {Value::of_channels_last(ops::conv2d_channels_last(
+          xl, w, b, {st[0], st[1]}, {pd[0], pd[1]}, {di[0], di[1]}, c.out_name()))};
+    }
+  }
+  Tensor x = c.input(0);
   if (!symmetric(win)) x = pre_pad(x, win, 0.0);
   std::vector<Tensor> in{x, w};
-  if (c.has_input(2)) in.push_back(c.input(2));
+  if (b.defined()) in.push_back(b);
   return one(ops::call("conv" + std::to_string(s) + "d", in,
                        {{"stride", win.stride},
                         {"padding", win.begin},
                         {"dilation", win.dilation},
-                        {"groups", c.attr_int("group", 1)}},
+                        {"groups", groups}},
                        c.out_name()));
+}
+
+// Global pooling; over H and W of a channels-last value, which it keeps.
+std::vector<Value> global_pool(NodeContext& c, const std::string& op, const std::string& reduce) {
+  c.check_attrs({});
+  if (const Tensor xl = c.input_channels_last(0); xl.defined())
+    return {Value::of_channels_last(
+        ops::call(reduce, {xl}, {{"axes", {1, 2}}, {"keepdims", true}}, c.out_name()))};
+  return one(ops::call(op, {c.input(0)}, json::object(), c.out_name()));
+}
+
+// Inference batch norm. With its parameters known at import (the usual
+// case), it is x * scale + shift per channel, scale = gamma / sqrt(var +
+// eps) and shift = beta - mean * scale folded in float64 at import: an
+// epilogue of the convolution before it (two operations in its register
+// tile, as ONNX Runtime folds it into the convolution's weights), where the
+// library's batch_norm would evaluate the square root per element. On a
+// channels-last value, per channel is along its last axis.
+std::vector<Value> batch_norm(NodeContext& c) {
+  c.check_attrs({"epsilon", "momentum", "training_mode", "spatial"});
+  if (c.attr_int("training_mode", 0)) c.fail("training_mode = 1 is not supported (inference only)");
+  if (c.has_output(1)) c.fail("the running mean / var outputs are training outputs, not supported");
+  const double eps = c.attr_float("epsilon", 1e-5);
+  const auto xs = c.input_shape(0);
+  const Constant *gamma = c.constant(1), *beta = c.constant(2), *mean = c.constant(3),
+                 *var = c.constant(4);
+  bool known = xs.size() >= 2 && gamma && beta && mean && var && c.attr_int("spatial", 1) == 1;
+  for (const Constant* k : {gamma, beta, mean, var})
+    known = known && k->shape == std::vector<int64_t>{xs[1]} && is_float(k->dtype);
+  if (!known)
+    return one(ops::call("batch_norm", {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)},
+                         {{"eps", eps}}, c.out_name()));
+  const Tensor xl = c.input_channels_last(0);
+  const Tensor x = xl.defined() ? xl : c.input(0);
+  Constant scale{x.dtype(), {xs[1]}, {}}, shift = scale;
+  for (size_t i = 0; i < static_cast<size_t>(xs[1]); ++i) {
+    const double k = gamma->data[i] / std::sqrt(var->data[i] + eps);
+    scale.data.push_back(k);
+    shift.data.push_back(beta->data[i] - mean->data[i] * k);
+  }
+  if (!xl.defined())  // [C, 1, ...]: broadcast along dim 1 of [N, C, spatial...]
+    for (Constant* k : {&scale, &shift}) k->shape.resize(xs.size() - 1, 1);
+  const std::string out = c.out_name();
+  const Tensor y = ops::call("add",
+                             {ops::call("mul", {x, c.constant_tensor(out + "_scale", scale)}),
+                              c.constant_tensor(out + "_shift", shift)},
+                             json::object(), out);
+  return {xl.defined() ? Value::of_channels_last(y) : Value::of(y)};
 }
 
 std::vector<Value> conv_transpose(NodeContext& c) {
@@ -144,18 +221,21 @@ std::vector<Value> pool(NodeContext& c, bool max) {
   c.check_attrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides",
                  "storage_order", "count_include_pad"});
   if (c.has_output(1)) c.fail("the Indices output is not supported");
-  Tensor x = c.input(0);
-  const int s = x.rank() - 2;
+  const auto xs = c.input_shape(0);
+  const int s = static_cast<int>(xs.size()) - 2;
   if (s < 1 || s > 3)
-    c.fail("input of rank " + std::to_string(x.rank()) + ": 1-3 spatial dims are supported");
-  const auto xs = static_shape(x, c.where());
+    c.fail("input of rank " + std::to_string(xs.size()) + ": 1-3 spatial dims are supported");
   const std::vector<int64_t> in(xs.begin() + 2, xs.end());
   const Window w = window(c, in, c.attr_ints("kernel_shape"));
   json a = pool_attrs(w);
   a["ceil_mode"] = c.attr_int("ceil_mode", 0) != 0;
   if (!max) a["count_include_pad"] = c.attr_int("count_include_pad", 0) != 0;
-  return one(
-      ops::call((max ? "max_pool" : "avg_pool") + std::to_string(s) + "d", {x}, a, c.out_name()));
+  const std::string op = (max ? "max_pool" : "avg_pool") + std::to_string(s) + "d";
+  if (const Tensor xl = c.input_channels_last(0); xl.defined()) {  // pooled channels-last
+    a["channels_last"] = true;
+    return {Value::of_channels_last(ops::call(op, {xl}, a, c.out_name()))};
+  }
+  return one(ops::call(op, {c.input(0)}, a, c.out_name()));
 }
 
 // x reshaped to 2-D at `axis` ([prod before, prod from]), f applied along the
@@ -370,22 +450,12 @@ void add_nn_converters(std::map<std::string, Converter>& t) {
   t["MaxPool"] = [](NodeContext& c) { return pool(c, true); };
   t["AveragePool"] = [](NodeContext& c) { return pool(c, false); };
   t["GlobalAveragePool"] = [](NodeContext& c) {
-    c.check_attrs({});
-    return one(ops::call("global_avg_pool", {c.input(0)}, json::object(), c.out_name()));
+    return global_pool(c, "global_avg_pool", "reduce_mean");
   };
   t["GlobalMaxPool"] = [](NodeContext& c) {
-    c.check_attrs({});
-    return one(ops::call("global_max_pool", {c.input(0)}, json::object(), c.out_name()));
+    return global_pool(c, "global_max_pool", "reduce_max");
   };
-  t["BatchNormalization"] = [](NodeContext& c) {
-    c.check_attrs({"epsilon", "momentum", "training_mode", "spatial"});
-    if (c.attr_int("training_mode", 0))
-      c.fail("training_mode = 1 is not supported (inference only)");
-    if (c.has_output(1))
-      c.fail("the running mean / var outputs are training outputs, not supported");
-    return one(ops::call("batch_norm", {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)},
-                         {{"eps", c.attr_float("epsilon", 1e-5)}}, c.out_name()));
-  };
+  t["BatchNormalization"] = batch_norm;
   t["InstanceNormalization"] = [](NodeContext& c) {
     c.check_attrs({"epsilon"});
     return one(ops::call("instance_norm", {c.input(0), c.input(1), c.input(2)},

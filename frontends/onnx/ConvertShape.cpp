@@ -8,6 +8,7 @@
 
 #include "dsl/Error.h"
 #include "dsl/ops/Ops.h"
+#include "frontends/onnx/ChannelsLast.h"
 #include "frontends/onnx/Converter.h"
 
 namespace pto::onnx {
@@ -205,6 +206,17 @@ void add_shape_converters(std::map<std::string, Converter>& t) {
   };
   t["Concat"] = [](NodeContext& c) {
     c.check_attrs({"axis"});
+    // Channels-last values (ChannelsLast.h) concatenate so, along the axis
+    // that holds the NCHW axis.
+    std::vector<Tensor> last;
+    for (size_t i = 0; i < c.num_inputs(); ++i)
+      if (c.has_input(i) && c.input_channels_last(i).defined())
+        last.push_back(c.input_channels_last(i));
+    if (!last.empty() && last.size() == c.num_inputs()) {
+      const int axis = channels_last::axis(normalize_axis(c.attr_int("axis"), 4, c));
+      return std::vector<Value>{
+          Value::of_channels_last(ops::call("concat", last, {{"axis", axis}}, c.out_name()))};
+    }
     std::vector<Tensor> in;
     for (size_t i = 0; i < c.num_inputs(); ++i)
       if (c.has_input(i)) in.push_back(c.input(i));

@@ -17,12 +17,14 @@ int64_t Constant::numel() const {
 }
 
 NodeContext::NodeContext(const ::onnx::NodeProto& node, std::vector<std::optional<Value>> inputs,
-                         Program program, int64_t opset, std::function<Tensor(size_t)> materialize)
+                         Program program, int64_t opset, std::function<Tensor(size_t)> materialize,
+                         std::function<Tensor(const std::string&, const Constant&)> add_constant)
     : node_(node),
       inputs_(std::move(inputs)),
       program_(std::move(program)),
       opset_(opset),
-      materialize_(std::move(materialize)) {}
+      materialize_(std::move(materialize)),
+      add_constant_(std::move(add_constant)) {}
 
 std::string NodeContext::where() const {
   const std::string name =
@@ -37,7 +39,27 @@ void NodeContext::fail(const std::string& msg) const {
 Tensor NodeContext::input(size_t i) {
   if (!has_input(i)) fail("input " + std::to_string(i) + " is missing; the operator needs it");
   if (inputs_[i]->tensor.defined()) return inputs_[i]->tensor;
-  return materialize_(i);
+  inputs_[i]->tensor = materialize_(i);
+  return inputs_[i]->tensor;
+}
+
+Tensor NodeContext::input_channels_last(size_t i) const {
+  return has_input(i) ? inputs_[i]->channels_last : Tensor();
+}
+
+std::vector<int64_t> NodeContext::input_shape(size_t i) {
+  if (has_input(i) && !inputs_[i]->tensor.defined()) {
+    if (const Constant* k = inputs_[i]->constant.get()) return k->shape;
+    if (const Tensor& t = inputs_[i]->channels_last; t.defined()) {
+      const auto s = static_shape(t, where());
+      return {s[0], s[3], s[1], s[2]};
+    }
+  }
+  return static_shape(input(i), where());
+}
+
+Tensor NodeContext::constant_tensor(const std::string& name, const Constant& c) {
+  return add_constant_(name, c);
 }
 
 const Constant* NodeContext::constant(size_t i) const {

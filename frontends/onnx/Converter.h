@@ -23,19 +23,31 @@
 
 namespace pto::onnx {
 
-// A node's input or output: a tensor of the program being built, or a constant.
+// A node's input or output: a tensor of the program being built, or a
+// constant. A rank-4 value may be held channels-last (`channels_last`
+// [N, H, W, C] of the NCHW value; frontends/onnx/ChannelsLast.h): its NCHW
+// `tensor` is then made, a transpose, only when a node that needs that layout
+// reads it.
 struct Value {
   Tensor tensor;
   std::shared_ptr<const Constant> constant;
-  static Value of(Tensor t) { return {std::move(t), nullptr}; }
-  static Value of(Constant c) { return {Tensor(), std::make_shared<const Constant>(std::move(c))}; }
+  Tensor channels_last;
+  static Value of(Tensor t) { return {std::move(t), nullptr, Tensor()}; }
+  static Value of(Constant c) {
+    return {Tensor(), std::make_shared<const Constant>(std::move(c)), Tensor()};
+  }
+  static Value of_channels_last(Tensor t) { return {Tensor(), nullptr, std::move(t)}; }
+  bool defined() const { return tensor.defined() || constant || channels_last.defined(); }
 };
 
 class NodeContext {
  public:
-  // `materialize` turns a constant input into a tensor of `program`.
+  // `materialize` turns input i, a constant or a channels-last value, into a
+  // tensor of `program`; `add_constant` makes a constant the converter
+  // computed a tensor of it (named after `name`).
   NodeContext(const ::onnx::NodeProto& node, std::vector<std::optional<Value>> inputs,
-              Program program, int64_t opset, std::function<Tensor(size_t)> materialize);
+              Program program, int64_t opset, std::function<Tensor(size_t)> materialize,
+              std::function<Tensor(const std::string&, const Constant&)> add_constant);
 
   const std::string& op() const { return node_.op_type(); }
   // "node 'conv1' (Conv)": how errors name it.
@@ -46,8 +58,15 @@ class NodeContext {
 
   size_t num_inputs() const { return inputs_.size(); }
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].has_value(); }
-  // Input i as a program tensor (a constant is materialized); throws when absent.
+  // Input i as a program tensor (a constant is materialized, a channels-last
+  // value transposed to NCHW); throws when absent.
   Tensor input(size_t i);
+  // Input i channels-last ([N, H, W, C]) where it is held so, else undefined.
+  Tensor input_channels_last(size_t i) const;
+  // Input i's shape, without materializing it (NCHW for a channels-last value).
+  std::vector<int64_t> input_shape(size_t i);
+  // A constant the converter computed (folded parameters) as a tensor.
+  Tensor constant_tensor(const std::string& name, const Constant& c);
   // Input i's value when it is known at import, else null.
   const Constant* constant(size_t i) const;
   // Input i, which must be known at import; else an ImportError saying
@@ -85,6 +104,7 @@ class NodeContext {
   Program program_;
   int64_t opset_;
   std::function<Tensor(size_t)> materialize_;
+  std::function<Tensor(const std::string&, const Constant&)> add_constant_;
 };
 
 using Converter = std::function<std::vector<Value>(NodeContext&)>;

@@ -7,6 +7,7 @@
 #include "dsl/Error.h"
 #include "dsl/Interpreter.h"
 #include "dsl/ops/Ops.h"
+#include "frontends/onnx/ChannelsLast.h"
 #include "frontends/onnx/Converter.h"
 
 namespace pto::onnx {
@@ -112,21 +113,37 @@ class Importer {
   Tensor materialize(const std::string& onnx_name, const Constant& c) {
     const auto found = materialized_.find(onnx_name);
     if (found != materialized_.end()) return found->second;
+    return materialized_[onnx_name] = add_weight(onnx_name, c);
+  }
+
+  Tensor add_weight(const std::string& name, const Constant& c) {
     Program& p = out_.program;
     Tensor t;
     if (c.numel() == 1) {
-      t = literal(p, c.data[0], c.dtype, unique(identifier(onnx_name)));
+      t = literal(p, c.data[0], c.dtype, unique(identifier(name)));
       if (!c.shape.empty()) t = ops::reshape(t, c.shape);
     } else {
       Shape s;
       for (const int64_t d : c.shape) s.push_back(Dim(d));
       if (c.numel() == 0)
-        throw ImportError("onnx import: constant '" + onnx_name + "' is empty (not supported)");
-      t = p.input(unique(identifier(onnx_name)), s, c.dtype);
+        throw ImportError("onnx import: constant '" + name + "' is empty (not supported)");
+      t = p.input(unique(identifier(name)), s, c.dtype);
       out_.weights.push_back({t.name(), c});
     }
-    materialized_[onnx_name] = t;
     return t;
+  }
+
+  // The value `onnx_name` as a program tensor in its own layout: a constant
+  // materialized, a channels-last value transposed to NCHW (once: later
+  // readers take the same tensor).
+  Tensor tensor_of(const std::string& onnx_name, const Value& v) {
+    if (v.tensor.defined()) return v.tensor;
+    if (v.constant) return materialize(onnx_name, *v.constant);
+    Value& stored = values_.at(onnx_name);
+    if (!stored.tensor.defined())
+      stored.tensor =
+          channels_last::to_nchw(v.channels_last, unique(identifier(onnx_name) + "_nchw"));
+    return stored.tensor;
   }
 
   void convert(const ::onnx::NodeProto& node) {
@@ -159,14 +176,15 @@ class Importer {
       inputs.push_back(v->second);
       all_constant &= v->second.constant != nullptr;
     }
-    std::vector<Value> outs =
-        all_constant && node.input_size() > 0 ? fold(node, inputs, where) : build(node, inputs);
+    std::optional<std::vector<Value>> cl;
+    if (!all_constant) cl = elementwise_channels_last(node, inputs);
+    std::vector<Value> outs = cl                                      ? std::move(*cl)
+                              : all_constant && node.input_size() > 0 ? fold(node, inputs, where)
+                                                                      : build(node, inputs);
     for (int i = 0; i < node.output_size(); ++i) {
       const std::string& name = node.output(i);
       if (name.empty()) continue;
-      if (static_cast<size_t>(i) >= outs.size() ||
-          (!outs[static_cast<size_t>(i)].tensor.defined() &&
-           !outs[static_cast<size_t>(i)].constant))
+      if (static_cast<size_t>(i) >= outs.size() || !outs[static_cast<size_t>(i)].defined())
         throw ImportError("onnx import: " + where + ": output " + std::to_string(i) + " ('" + name +
                           "') is not supported");
       values_[name] = outs[static_cast<size_t>(i)];
@@ -175,10 +193,63 @@ class Importer {
 
   std::vector<Value> build(const ::onnx::NodeProto& node,
                            const std::vector<std::optional<Value>>& inputs) {
-    NodeContext c(node, inputs, out_.program, out_.opset, [this, &node, &inputs](size_t i) {
-      return materialize(node.input(static_cast<int>(i)), *inputs[i]->constant);
-    });
+    NodeContext c(
+        node, inputs, out_.program, out_.opset,
+        [this, &node, &inputs](size_t i) {
+          return tensor_of(node.input(static_cast<int>(i)), *inputs[i]);
+        },
+        [this](const std::string& name, const Constant& k) { return add_weight(name, k); });
     return run_converter(node, c);
+  }
+
+  // An elementwise node reading a channels-last value (frontends/onnx/
+  // ChannelsLast.h) is built on the channels-last forms of its operands,
+  // its outputs channels-last too: the other rank-4 tensors transposed to
+  // channels-last, the constants permuted alike. Not where an operand is a
+  // tensor of lower rank (its broadcast would need a reshape) or the node
+  // has outputs besides its first (Dropout's mask).
+  std::optional<std::vector<Value>> elementwise_channels_last(
+      const ::onnx::NodeProto& node, const std::vector<std::optional<Value>>& inputs) {
+    if (!channels_last::elementwise(node.op_type())) return std::nullopt;
+    for (int i = 1; i < node.output_size(); ++i)
+      if (!node.output(i).empty()) return std::nullopt;
+    bool any = false;
+    for (const auto& v : inputs) {
+      if (!v) continue;
+      if (v->channels_last.defined()) {
+        any = true;
+      } else if (v->constant) {
+        if (v->constant->shape.size() > 4) return std::nullopt;
+      } else if (v->tensor.rank() != 4) {
+        return std::nullopt;
+      }
+    }
+    if (!any) return std::nullopt;
+    ::onnx::NodeProto n = node;
+    std::vector<std::optional<Value>> in = inputs;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!in[i]) continue;
+      Value& v = *in[i];
+      if (v.channels_last.defined()) {
+        v = Value::of(v.channels_last);
+      } else if (v.constant) {
+        // A constant input as a new value of its own (materialize caches by name).
+        const std::string name = node.input(static_cast<int>(i)) + "__channels_last";
+        if (!values_.count(name)) values_[name] = Value::of(channels_last::permute(*v.constant));
+        n.set_input(static_cast<int>(i), name);
+        v = values_[name];
+      } else {
+        v = Value::of(channels_last::from_nchw(v.tensor, unique(v.tensor.name() + "_nhwc")));
+      }
+    }
+    std::vector<Value> outs = build(n, in);
+    for (Value& o : outs) {
+      if (!o.tensor.defined() || o.tensor.rank() != 4)
+        throw ImportError("onnx import: node '" + node.name() + "' (" + node.op_type() +
+                          "): a channels-last elementwise output is not rank 4 (internal)");
+      o = Value::of_channels_last(o.tensor);
+    }
+    return outs;
   }
 
   // Every input known: the node is built in a program of its own whose
@@ -198,7 +269,16 @@ class Importer {
       in[i]->tensor = q.input(n, s, c.dtype);
       data[n] = HostTensor{c.shape, c.data};
     }
-    NodeContext c(node, in, q, out_.opset, [&](size_t i) { return in[i]->tensor; });
+    int extra = 0;
+    NodeContext c(
+        node, in, q, out_.opset, [&](size_t i) { return in[i]->tensor; },
+        [&](const std::string&, const Constant& k) {
+          Shape s;
+          for (const int64_t d : k.shape) s.push_back(Dim(d));
+          const std::string n = "k" + std::to_string(extra++);
+          data[n] = HostTensor{k.shape, k.data};
+          return q.input(n, s, k.dtype);
+        });
     std::vector<Value> outs = run_converter(node, c);
     bool any_tensor = false;
     for (const Value& v : outs) any_tensor |= v.tensor.defined();
@@ -221,8 +301,7 @@ class Importer {
     const auto v = values_.find(name);
     if (v == values_.end())
       throw ImportError("onnx import: graph output '" + name + "' is computed by no node");
-    Tensor t =
-        v->second.tensor.defined() ? v->second.tensor : materialize(name, *v->second.constant);
+    Tensor t = tensor_of(name, v->second);
     Program& p = out_.program;
     // An output is a stage of its own: a graph input, a weight or a tensor
     // already given as another output gets a copy.

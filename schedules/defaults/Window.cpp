@@ -101,9 +101,11 @@ bool window_conv(const Program& p, const Stage& st, const Target& t) {
 // Max / sum pooling over the spatial dims of a channels-first tensor: [n, c, spatial...]
 // reduced over one window variable per spatial dim.
 bool window_pool(const Stage& st) {
+  // (A channels-last pooling, its channel var "c" last, vectorizes along the
+  // channels: the reduction rule's kept-dim stream.)
   return st.kind == OpKind::Pooling && st.reduce &&
          (*st.reduce == ReduceOp::Max || *st.reduce == ReduceOp::Sum) && st.vars.size() >= 3 &&
-         st.rvars.size() + 2 == st.vars.size();
+         st.rvars.size() + 2 == st.vars.size() && st.vars.back() != "c";
 }
 
 bool window_stage(const Program& p, const Stage& st, const Target& t) {

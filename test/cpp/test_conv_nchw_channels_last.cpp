@@ -268,3 +268,90 @@ TEST_CASE("a few wide groups are split into dense convolutions", "[default][conv
     }
   }
 }
+
+namespace {
+// [N, C, H, W] <-> [N, H, W, C] in float64.
+HostTensor permuted(const HostTensor& t, bool to_last) {
+  const int64_t n = t.shape[0], a = t.shape[1], b = t.shape[2], c = t.shape[3];
+  HostTensor r{to_last ? std::vector<int64_t>{n, b, c, a} : std::vector<int64_t>{n, c, a, b}, {}};
+  r.data.resize(t.data.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t x = 0; x < a; ++x)
+      for (int64_t y = 0; y < b; ++y)
+        for (int64_t z = 0; z < c; ++z) {
+          const double v = t.data[static_cast<size_t>(((i * a + x) * b + y) * c + z)];
+          // to_last: (x, y, z) = (C, H, W) -> [i, y, z, x]; else (H, W, C) -> [i, z, x, y]
+          const int64_t at =
+              to_last ? ((i * b + y) * c + z) * a + x : ((i * c + z) * a + x) * b + y;
+          r.data[static_cast<size_t>(at)] = v;
+        }
+  return r;
+}
+}  // namespace
+
+// ops::conv2d_channels_last, what the ONNX importer computes a channels-first
+// model's dense convolutions with between channels-last values: OIHW weights
+// blocked by 16 output channels (a last partial block padded with zero
+// weights, its channels sliced off), against the float64 loops; and
+// conv2d_auto_channels_last, the op's own choice, asked from outside.
+TEST_CASE("channels-last convolutions with OIHW weights match float64",
+          "[default][conv][nchw_cl]") {
+  const std::vector<Case> cases = {
+      {1, 24, 32, 15, 13, 3, 1, 1, 1, true, true},   // whole blocks, bias + ReLU
+      {2, 19, 24, 17, 11, 3, 2, 1, 1, true, false},  // a partial block (sliced), stride 2
+      {1, 64, 48, 9, 9, 1, 1, 0, 1, false, true},    // 1x1
+      {1, 16, 16, 21, 19, 3, 1, 2, 2, true, false},  // dilated
+  };
+  std::mt19937 rng(67);
+  for (const Case& k : cases) {
+    INFO("C=" << k.c << " O=" << k.o << " " << k.h << "x" << k.w << " k" << k.k << " s"
+              << k.stride);
+    Program p("cl");
+    const Tensor x = p.input("X", {k.n, k.h, k.w, k.c}), w = p.input("W", {k.o, k.c, k.k, k.k});
+    const Tensor b = k.bias ? p.input("b", {k.o}) : Tensor();
+    const Tensor y = ops::conv2d_channels_last(x, w, b, {k.stride, k.stride}, {k.pad, k.pad},
+                                               {k.dil, k.dil}, k.relu ? "conv" : "Y");
+    p.output(k.relu ? ops::relu(y, "Y") : y);
+    const HostTensor xf = random_tensor({k.n, k.c, k.h, k.w}, rng);
+    std::map<std::string, HostTensor> in = {{"X", permuted(xf, true)},
+                                            {"W", random_tensor({k.o, k.c, k.k, k.k}, rng)}};
+    if (k.bias) in["b"] = random_tensor({k.o}, rng);
+    const HostTensor want = permuted(conv_reference({k.n,
+                                                     k.c,
+                                                     k.o,
+                                                     {k.h, k.w},
+                                                     {k.k, k.k},
+                                                     {k.stride, k.stride},
+                                                     {k.pad, k.pad},
+                                                     {k.dil, k.dil},
+                                                     1,
+                                                     k.relu},
+                                                    xf, in.at("W"), k.bias ? &in.at("b") : nullptr),
+                                     true);
+    REQUIRE(p.tensor("Y").shape == Shape{Dim(k.n), want.shape[1], want.shape[2], Dim(k.o)});
+    const double atol = 3e-5 * std::max(1.0, static_cast<double>(k.c * k.k * k.k) / 576);
+    for (int cores : {1, 2}) {
+      Target t = parse_target("host");
+      t.cores = cores;
+      CHECK(tolerance_ratio(run_f32(Kernel(p, default_schedule(p, t), t), in)[0], want, 1e-5,
+                            atol) <= 1.0);
+    }
+  }
+  CHECK_THROWS_AS(ops::conv2d_channels_last(Program("bad").input("X", {1, 8, 8, 5}),
+                                            Program("bad2").input("W", {16, 4, 3, 3}), Tensor()),
+                  ShapeError);
+  // The op's choice, asked from outside, is the one conv2d makes.
+  for (const auto& [c, o, hw, k, s] : std::vector<std::array<int64_t, 5>>{{256, 256, 33, 3, 1},
+                                                                          {64, 10, 20, 3, 1},
+                                                                          {512, 512, 7, 3, 1},
+                                                                          {64, 64, 20, 1, 1},
+                                                                          {3, 64, 224, 7, 2}}) {
+    Program q("ask");
+    const Tensor x = q.input("X", {1, c, hw, hw}), w = q.input("W", {o, c, k, k});
+    ops::ConvParams cp;
+    cp.stride = {static_cast<int>(s), static_cast<int>(s)};
+    cp.padding = {static_cast<int>(k / 2), static_cast<int>(k / 2)};
+    CHECK(ops::conv2d_auto_channels_last(x, w, cp) ==
+          goes_channels_last(c, o, hw, k, static_cast<int>(s)));
+  }
+}

@@ -11,6 +11,7 @@
 #include "schedules/ScheduleJson.h"
 #include "schedules/Validate.h"
 #include "schedules/defaults/Defaults.h"
+#include "schedules/defaults/Rules.h"
 #include "test/cpp/ConvReference.h"
 #include "test/cpp/Helpers.h"
 #include "test/cpp/LoweredStatement.h"
@@ -450,4 +451,54 @@ TEST_CASE("dense 1-D NCHW convolutions keep the default contraction tile", "[def
   const auto at = [&](const std::string& l) { return std::find(order.begin(), order.end(), l) - order.begin(); };
   CHECK(at("c") < at("kx"));
   CHECK(at("kx") < at("o"));
+}
+
+// Channels-last pooling (PoolParams::channels_last, the ONNX importer's
+// layout between convolutions): the same windows over [N, H, W, C], the
+// output [N, OH, OW, C]; not a window stage (its channel var is last) but the
+// reduction rule's, vectorized along the channels. Against the channels-first
+// float64 loops above, on the transposed data.
+TEST_CASE("channels-last max and average pooling match float64", "[default][window]") {
+  const std::vector<PoolCase> cases = {
+      {true, 1, 64, 23, 29, 3, 3, 2, 2, 1, 1},         // ResNet's stem pool at odd size
+      {false, 2, 24, 17, 16, 3, 3, 2, 2, 1, 1},        // average over in-image positions
+      {false, 1, 19, 13, 19, 3, 3, 1, 1, 1, 1, true},  // count_include_pad, odd channels
+      {true, 1, 7, 1, 5, 1, 3, 1, 2, 0, 1},            // one row, fewer channels than a vector
+  };
+  const auto to_last = [](const HostTensor& t) {
+    const int64_t n = t.shape[0], c = t.shape[1], h = t.shape[2], w = t.shape[3];
+    HostTensor r{{n, h, w, c}, std::vector<double>(t.data.size())};
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t y = 0; y < h; ++y)
+          for (int64_t x = 0; x < w; ++x)
+            r.data[static_cast<size_t>(((i * h + y) * w + x) * c + ch)] =
+                t.data[static_cast<size_t>(((i * c + ch) * h + y) * w + x)];
+    return r;
+  };
+  std::mt19937 rng(71);
+  for (const PoolCase& k : cases) {
+    INFO((k.max ? "max" : "avg") << " pool " << k.c << "x" << k.h << "x" << k.w);
+    Program p("pool_cl");
+    const Tensor x = p.input("X", {k.n, k.h, k.w, k.c});
+    ops::PoolParams pp;
+    pp.kernel = {k.kh, k.kw};
+    pp.stride = {k.sh, k.sw};
+    pp.padding = {k.ph, k.pw};
+    pp.count_include_pad = k.count_include_pad;
+    pp.channels_last = true;
+    p.output(k.max ? ops::max_pool2d(x, pp, "Y") : ops::avg_pool2d(x, pp, "Y"));
+    const HostTensor xf = random_tensor({k.n, k.c, k.h, k.w}, rng);
+    const HostTensor want = to_last(pool_reference(k, xf));
+    for (const Stage& st : p.stages())
+      CHECK_FALSE(defaults::window_stage(p, st, parse_target("host")));
+    for (int cores : {1, 2}) {
+      Target t = parse_target("host");
+      t.cores = cores;
+      const Schedule s = default_schedule(p, t);
+      validate(p, s, &t);
+      CHECK(tolerance_ratio(run_f32(Kernel(p, s, t), {{"X", to_last(xf)}})[0], want, 1e-6, 1e-6) <=
+            1.0);
+    }
+  }
 }
