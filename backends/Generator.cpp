@@ -13,8 +13,6 @@
 
 namespace pto {
 namespace fs = std::filesystem;
-namespace {
-
 std::string c_type(DType t) {
   switch (t) {
     case DType::Bool: return "bool";
@@ -33,6 +31,8 @@ std::string c_type(DType t) {
   }
   return "void";
 }
+
+namespace {
 
 const char* halide_type_code(DType t) {
   if (t == DType::Bool) return "halide_type_uint";

@@ -54,6 +54,9 @@ struct GeneratedLibrary {
   std::vector<std::string> variants;       // target names, in dispatch order (one if no dispatch)
 };
 
+// The C type of a buffer element of type t in the generated headers.
+std::string c_type(DType t);
+
 // The C function a kernel gets in library `library`.
 std::string kernel_function_name(const std::string& library, const std::string& kernel);
 

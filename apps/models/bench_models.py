@@ -6,7 +6,9 @@ on the same .onnx bytes, in one process, side by side.
                            [--impls pto,onnxruntime] [--no-reference]
 
 Models: the nine light models of the ONNX backend suite (real architectures
-and input sizes from the onnx wheel, weights built by ConstantOfShape), a
+and input sizes from the onnx wheel, weights built by ConstantOfShape, so
+one value per tensor: ResNet-50 scores every class the same), resnet50_random
+(the same network, random weights, its logits the output), a
 BERT-base encoder (12 layers, sequence 128) and a GPT-2 decoder block
 (sequence 128, causal) written with onnx.helper at real sizes, and
 MobileNetV2 (224 x 224) with random weights. Every PTO output is checked
@@ -51,6 +53,38 @@ def light_model(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
         shape = [x.dim_value if x.dim_value > 0 else 1 for x in i.type.tensor_type.shape.dim]
         feeds[i.name] = rng.random(shape, dtype=np.float32)
     return m, feeds
+
+
+def with_random_weights(m: onnx.ModelProto, rng: np.random.Generator) -> onnx.ModelProto:
+    """The suite's caffe2 models (ResNet-50) build every weight with ConstantOfShape (one value
+    each, so every class gets the same score): each becomes a random initializer
+    of its shape, scaled as He initialization (batch-norm variances positive)."""
+    shapes = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    keep, inits = [], []
+    for n in m.graph.node:
+        if n.op_type != "ConstantOfShape":
+            keep.append(n)
+            continue
+        shape = tuple(int(d) for d in shapes[n.input[0]])
+        out = n.output[0]
+        if out.endswith("_riv_0"):
+            a = rng.uniform(0.5, 1.5, shape)
+        elif out.endswith("_bn_s_0"):
+            a = rng.uniform(0.5, 1.0, shape)
+        elif out.endswith("_w_0"):
+            a = rng.standard_normal(shape) * np.sqrt(2.0 / np.prod(shape[1:]))
+        else:
+            a = rng.standard_normal(shape) * 0.1
+        inits.append(numpy_helper.from_array(a.astype(np.float32), out))
+    # The logits are the output (random weights saturate the softmax to one-hot).
+    softmax = [n for n in keep if n.op_type == "Softmax"][-1]
+    keep.remove(softmax)
+    del m.graph.node[:]
+    m.graph.node.extend(keep)
+    m.graph.initializer.extend(inits)
+    del m.graph.output[:]
+    m.graph.output.append(helper.make_tensor_value_info(softmax.input[0], TensorProto.FLOAT, [1, 1000]))
+    return m
 
 
 class Graph:
@@ -169,6 +203,12 @@ def models() -> dict:
     ms = {"bert_base": bert_base, "gpt2_block": gpt2_block, "mobilenet_v2": mobilenet_v2}
     for n in LIGHT:
         ms[n] = (lambda n=n: light_model(n))
+
+    def resnet50_random():  # the same ResNet-50 with random weights: its logits differ per class
+        m, feeds = light_model("resnet50")
+        return with_random_weights(m, np.random.default_rng(1)), feeds
+
+    ms["resnet50_random"] = resnet50_random
     return ms
 
 

@@ -36,6 +36,7 @@
 #include "backends/Generator.h"
 #include "backends/Jit.h"
 #include "backends/Lower.h"
+#include "backends/ModelLibrary.h"
 #include "backends/Timing.h"
 #include "debug/Bisect.h"
 #include "debug/CheckNumerics.h"
@@ -280,6 +281,47 @@ int cmd_tune(TuneArgs& a) {
 
 }  // namespace
 
+// --shape NAME=D0,D1,... options: the shapes of a model's inputs.
+onnx::ImportOptions import_options(const std::string& cmd, const std::vector<std::string>& shapes) {
+  onnx::ImportOptions o;
+  for (const auto& s : shapes) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos) throw Error(cmd + ": --shape '" + s + "' is not NAME=D0,D1,...");
+    std::vector<int64_t> dims;
+    std::stringstream ss(s.substr(eq + 1));
+    for (std::string d; std::getline(ss, d, ',');) {
+      try {
+        dims.push_back(std::stoll(d));
+      } catch (const std::exception&) {
+        throw Error(cmd + ": --shape '" + s + "': '" + d + "' is not a number");
+      }
+    }
+    o.input_shapes[s.substr(0, eq)] = dims;
+  }
+  return o;
+}
+
+// `pto gen model.onnx`: the imported model as a library of its parts, its
+// weights and a C driver (backends/ModelLibrary.h).
+int cmd_gen_model(const std::string& path, const std::vector<std::string>& shapes,
+                  const pto::cli::GenOptions& g) {
+  const onnx::ImportedModel m = onnx::import_onnx_file(path, import_options("pto gen", shapes));
+  const std::vector<Target> targets = parse_targets(g.targets);
+  if (targets.size() != 1 || g.dispatch || g.no_runtime || g.runtime_only)
+    throw Error("pto gen " + path +
+                ": a model library is built for one target (give one --target; no --dispatch or "
+                "runtime options)");
+  ModelLibraryOptions o;
+  o.name = g.name.empty() ? m.program.name() : g.name;
+  o.target = targets[0];
+  for (const auto& w : m.weights) o.weights[w.name] = w.value.data;
+  const GeneratedModel lib = generate_model_library(m.program, o, g.out_dir);
+  std::printf("wrote %s (%zu kernels)\nwrote %s\nwrote %s\nwrote %s\n", lib.kernels.library.c_str(),
+              lib.kernels.functions.size(), lib.kernels.header.c_str(), lib.driver.c_str(),
+              lib.weights.c_str());
+  return 0;
+}
+
 // `pto import`: an ONNX model's program, inputs, outputs and weights.
 int cmd_import(const std::string& path, const std::string& out,
                const std::vector<std::string>& shapes, bool list_ops) {
@@ -288,23 +330,7 @@ int cmd_import(const std::string& path, const std::string& out,
     return 0;
   }
   if (path.empty()) throw Error("pto import: give a model file (or --ops)");
-  onnx::ImportOptions o;
-  for (const auto& s : shapes) {
-    const auto eq = s.find('=');
-    if (eq == std::string::npos)
-      throw Error("pto import: --shape '" + s + "' is not NAME=D0,D1,...");
-    std::vector<int64_t> dims;
-    std::stringstream ss(s.substr(eq + 1));
-    for (std::string d; std::getline(ss, d, ',');) {
-      try {
-        dims.push_back(std::stoll(d));
-      } catch (const std::exception&) {
-        throw Error("pto import: --shape '" + s + "': '" + d + "' is not a number");
-      }
-    }
-    o.input_shapes[s.substr(0, eq)] = dims;
-  }
-  const onnx::ImportedModel m = onnx::import_onnx_file(path, o);
+  const onnx::ImportedModel m = onnx::import_onnx_file(path, import_options("pto import", shapes));
   int64_t weight_bytes = 0;
   for (const auto& w : m.weights) weight_bytes += w.value.numel() * bytes(w.value.dtype);
   std::printf("%s: opset %lld, %zu stages, %zu weights (%.1f MB), %lld nodes folded at import\n",
@@ -410,6 +436,9 @@ int main(int argc, char** argv) {
                   "'best' (per target, the fastest tuned record in --db, else the default), 'default', 'plain', "
                   "or a schedule .json file (one program)");
   gen->add_option("--db", g_db_path, "tuning database for --schedule best (default $PTO_TUNING_DB or ~/.cache/pto/tuning.db)");
+  std::vector<std::string> gen_shapes;
+  gen->add_option("--shape", gen_shapes,
+                  "an ONNX model's input shape, NAME=D0,D1,... (for dims it leaves symbolic)");
   gen_o.add(gen);
 
   TuneArgs tune_a;
@@ -507,6 +536,10 @@ int main(int argc, char** argv) {
     } else if (app.got_subcommand("tune")) {
       return cmd_tune(tune_a);
     } else if (app.got_subcommand("gen")) {
+      // An ONNX model: a library of its parts, its weights and a C driver.
+      if (gen_programs.size() == 1 && gen_programs[0].size() > 5 &&
+          gen_programs[0].substr(gen_programs[0].size() - 5) == ".onnx")
+        return cmd_gen_model(gen_programs[0], gen_shapes, gen_o);
       std::vector<KernelSpec> kernels;
       if (gen_programs.empty() && !gen_o.runtime_only) throw Error("pto gen: give at least one program");
       for (const auto& prog : gen_programs) {
