@@ -97,6 +97,19 @@ inline std::vector<HostTensor> run_f32(const Kernel& k,
   return r;
 }
 
+// A [N, C, H, W] tensor as [N, H, W, C] (channels-last references from channels-first loops).
+inline HostTensor nchw_to_nhwc(const HostTensor& t) {
+  const int64_t n = t.shape[0], c = t.shape[1], h = t.shape[2], w = t.shape[3];
+  HostTensor r{{n, h, w, c}, std::vector<double>(t.data.size())};
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x)
+          r.data[static_cast<size_t>(((i * h + y) * w + x) * c + ch)] =
+              t.data[static_cast<size_t>(((i * c + ch) * h + y) * w + x)];
+  return r;
+}
+
 // max |got - want| / (atol/rtol scale), i.e. <= 1 means within tolerance.
 inline double tolerance_ratio(const HostTensor& got, const HostTensor& want, double rtol, double atol) {
   REQUIRE(got.shape == want.shape);

@@ -269,25 +269,6 @@ TEST_CASE("a few wide groups are split into dense convolutions", "[default][conv
   }
 }
 
-namespace {
-// [N, C, H, W] <-> [N, H, W, C] in float64.
-HostTensor permuted(const HostTensor& t, bool to_last) {
-  const int64_t n = t.shape[0], a = t.shape[1], b = t.shape[2], c = t.shape[3];
-  HostTensor r{to_last ? std::vector<int64_t>{n, b, c, a} : std::vector<int64_t>{n, c, a, b}, {}};
-  r.data.resize(t.data.size());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t x = 0; x < a; ++x)
-      for (int64_t y = 0; y < b; ++y)
-        for (int64_t z = 0; z < c; ++z) {
-          const double v = t.data[static_cast<size_t>(((i * a + x) * b + y) * c + z)];
-          // to_last: (x, y, z) = (C, H, W) -> [i, y, z, x]; else (H, W, C) -> [i, z, x, y]
-          const int64_t at =
-              to_last ? ((i * b + y) * c + z) * a + x : ((i * c + z) * a + x) * b + y;
-          r.data[static_cast<size_t>(at)] = v;
-        }
-  return r;
-}
-}  // namespace
 
 // ops::conv2d_channels_last, what the ONNX importer computes a channels-first
 // model's dense convolutions with between channels-last values: OIHW weights
@@ -313,10 +294,10 @@ TEST_CASE("channels-last convolutions with OIHW weights match float64",
                                                {k.dil, k.dil}, k.relu ? "conv" : "Y");
     p.output(k.relu ? ops::relu(y, "Y") : y);
     const HostTensor xf = random_tensor({k.n, k.c, k.h, k.w}, rng);
-    std::map<std::string, HostTensor> in = {{"X", permuted(xf, true)},
+    std::map<std::string, HostTensor> in = {{"X", nchw_to_nhwc(xf)},
                                             {"W", random_tensor({k.o, k.c, k.k, k.k}, rng)}};
     if (k.bias) in["b"] = random_tensor({k.o}, rng);
-    const HostTensor want = permuted(conv_reference({k.n,
+    const HostTensor want = nchw_to_nhwc(conv_reference({k.n,
                                                      k.c,
                                                      k.o,
                                                      {k.h, k.w},
@@ -326,8 +307,7 @@ TEST_CASE("channels-last convolutions with OIHW weights match float64",
                                                      {k.dil, k.dil},
                                                      1,
                                                      k.relu},
-                                                    xf, in.at("W"), k.bias ? &in.at("b") : nullptr),
-                                     true);
+                                                    xf, in.at("W"), k.bias ? &in.at("b") : nullptr));
     REQUIRE(p.tensor("Y").shape == Shape{Dim(k.n), want.shape[1], want.shape[2], Dim(k.o)});
     const double atol = 3e-5 * std::max(1.0, static_cast<double>(k.c * k.k * k.k) / 576);
     for (int cores : {1, 2}) {

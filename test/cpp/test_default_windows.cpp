@@ -465,17 +465,6 @@ TEST_CASE("channels-last max and average pooling match float64", "[default][wind
       {false, 1, 19, 13, 19, 3, 3, 1, 1, 1, 1, true},  // count_include_pad, odd channels
       {true, 1, 7, 1, 5, 1, 3, 1, 2, 0, 1},            // one row, fewer channels than a vector
   };
-  const auto to_last = [](const HostTensor& t) {
-    const int64_t n = t.shape[0], c = t.shape[1], h = t.shape[2], w = t.shape[3];
-    HostTensor r{{n, h, w, c}, std::vector<double>(t.data.size())};
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t ch = 0; ch < c; ++ch)
-        for (int64_t y = 0; y < h; ++y)
-          for (int64_t x = 0; x < w; ++x)
-            r.data[static_cast<size_t>(((i * h + y) * w + x) * c + ch)] =
-                t.data[static_cast<size_t>(((i * c + ch) * h + y) * w + x)];
-    return r;
-  };
   std::mt19937 rng(71);
   for (const PoolCase& k : cases) {
     INFO((k.max ? "max" : "avg") << " pool " << k.c << "x" << k.h << "x" << k.w);
@@ -489,7 +478,7 @@ TEST_CASE("channels-last max and average pooling match float64", "[default][wind
     pp.channels_last = true;
     p.output(k.max ? ops::max_pool2d(x, pp, "Y") : ops::avg_pool2d(x, pp, "Y"));
     const HostTensor xf = random_tensor({k.n, k.c, k.h, k.w}, rng);
-    const HostTensor want = to_last(pool_reference(k, xf));
+    const HostTensor want = nchw_to_nhwc(pool_reference(k, xf));
     for (const Stage& st : p.stages())
       CHECK_FALSE(defaults::window_stage(p, st, parse_target("host")));
     for (int cores : {1, 2}) {
@@ -497,7 +486,7 @@ TEST_CASE("channels-last max and average pooling match float64", "[default][wind
       t.cores = cores;
       const Schedule s = default_schedule(p, t);
       validate(p, s, &t);
-      CHECK(tolerance_ratio(run_f32(Kernel(p, s, t), {{"X", to_last(xf)}})[0], want, 1e-6, 1e-6) <=
+      CHECK(tolerance_ratio(run_f32(Kernel(p, s, t), {{"X", nchw_to_nhwc(xf)}})[0], want, 1e-6, 1e-6) <=
             1.0);
     }
   }
