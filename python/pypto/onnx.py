@@ -222,7 +222,29 @@ def reference(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
                 elif a.type == onnx.AttributeProto.INT and a.i == TensorProto.FLOAT:
                     a.i = TensorProto.DOUBLE
     wide = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in feeds.items()}
-    return ReferenceEvaluator(m).run(None, wide)
+    return ReferenceEvaluator(m, new_ops=[_InferenceBatchNormalization()]).run(None, wide)
+
+
+def _InferenceBatchNormalization() -> type:
+    """onnx's reference BatchNormalization of opsets 9-13 takes the schema's default momentum as
+    a request for training mode and normalizes with the batch's statistics; a node with one output
+    is inference (the spec, ONNX Runtime): the running statistics."""
+    from onnx.reference.op_run import OpRun
+
+    class BatchNormalization(OpRun):
+        op_domain = ""
+
+        def _run(self, x, scale, bias, mean, var, epsilon=None, momentum=None, training_mode=None,
+                 spatial=None):  # noqa: ARG002
+            if training_mode:
+                raise NotImplementedError("pypto.onnx.reference: BatchNormalization training_mode = 1")
+            shape = (1, -1) + (1,) * (x.ndim - 2)
+            eps = 1e-5 if epsilon is None else epsilon
+            y = scale.reshape(shape) * (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) + \
+                bias.reshape(shape)
+            return (y.astype(x.dtype),)
+
+    return BatchNormalization
 
 
 # ---- onnx.backend ---------------------------------------------------------------
