@@ -16,7 +16,8 @@ against ONNX Runtime's and, unless --no-reference, onnx's reference
 evaluator's (float64 inputs and weights: the reference), before timing.
 
 Timing: per round, calls until --min-seconds have passed (at least 3) after a
-warm-up call; the median of the round medians, min and max over all calls.
+warm-up call, the rounds of the two implementations interleaved; the median of
+the round medians, min and max over all calls.
 Prints a table (x_ort = ONNX Runtime time / PTO time, > 1 is PTO faster) and
 writes the bench record list with --json (workload, impl, median_ms, min_ms,
 max_ms, plus compile_s and max_rel_err for pto).
@@ -214,18 +215,24 @@ def models() -> dict:
 
 # ---- running ---------------------------------------------------------------------------------------------------
 
-def time_calls(fn, rounds: int, min_seconds: float) -> tuple[float, float, float]:
-    fn()  # warm-up
-    medians, all_t = [], []
+def time_calls(fns: dict, rounds: int, min_seconds: float) -> dict:
+    """Per implementation (name -> call): the median of its round medians, min and max over
+    all calls. The rounds interleave the implementations (A, B, A, B, ...), so that a drift of
+    the machine's speed over the minutes a model takes falls on both alike."""
+    for fn in fns.values():
+        fn()  # warm-up
+    medians = {k: [] for k in fns}
+    all_t = {k: [] for k in fns}
     for _ in range(rounds):
-        ts, start = [], time.perf_counter()
-        while len(ts) < 3 or time.perf_counter() - start < min_seconds:
-            t0 = time.perf_counter()
-            fn()
-            ts.append((time.perf_counter() - t0) * 1e3)
-        medians.append(statistics.median(ts))
-        all_t += ts
-    return statistics.median(medians), min(all_t), max(all_t)
+        for k, fn in fns.items():
+            ts, start = [], time.perf_counter()
+            while len(ts) < 3 or time.perf_counter() - start < min_seconds:
+                t0 = time.perf_counter()
+                fn()
+                ts.append((time.perf_counter() - t0) * 1e3)
+            medians[k].append(statistics.median(ts))
+            all_t[k] += ts
+    return {k: (statistics.median(medians[k]), min(all_t[k]), max(all_t[k])) for k in fns}
 
 
 def rel_err(got: np.ndarray, want: np.ndarray) -> float:
@@ -264,10 +271,9 @@ def main() -> int:
         sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
         want = sess.run(None, feeds)
         print(f"[{k + 1}/{len(names)}] {name}: {len(m.graph.node)} nodes", flush=True)
+        calls, pto_rec = {}, None
         if "onnxruntime" in impls:
-            med, lo, hi = time_calls(lambda: sess.run(None, feeds), args.rounds, args.min_seconds)
-            recs.append({"workload": name, "impl": "onnxruntime", "median_ms": med, "min_ms": lo, "max_ms": hi})
-            print(f"    onnxruntime {med:.3f} ms", flush=True)
+            calls["onnxruntime"] = lambda: sess.run(None, feeds)
         if "pto" in impls:
             t0 = time.perf_counter()
             model = pypto.onnx.load(data)
@@ -281,13 +287,16 @@ def main() -> int:
             ok = err_ort <= 1e-3 and (err_ref is None or err_ref <= 1e-3)
             if not ok:
                 failed.append(name)
-            med, lo, hi = time_calls(lambda: model(**feeds), args.rounds, args.min_seconds)
-            recs.append({"workload": name, "impl": "pto", "median_ms": med, "min_ms": lo, "max_ms": hi,
-                         "compile_s": compile_s, "parts": len(next(iter(model._by_shape.values())).parts),
-                         "max_rel_err_vs_ort": err_ort, "max_rel_err_vs_reference": err_ref})
-            print(f"    pto {med:.3f} ms (compile {compile_s:.1f} s; max rel err {err_ort:.2g} vs ORT"
-                  + (f", {err_ref:.2g} vs reference" if err_ref is not None else "") + ("" if ok else "  WRONG") + ")",
+            calls["pto"] = lambda: model(**feeds)
+            pto_rec = {"compile_s": compile_s, "parts": len(next(iter(model._by_shape.values())).parts),
+                       "max_rel_err_vs_ort": err_ort, "max_rel_err_vs_reference": err_ref}
+            print(f"    pto compiled in {compile_s:.1f} s; max rel err {err_ort:.2g} vs ORT"
+                  + (f", {err_ref:.2g} vs reference" if err_ref is not None else "") + ("" if ok else "  WRONG"),
                   flush=True)
+        for impl, (med, lo, hi) in time_calls(calls, args.rounds, args.min_seconds).items():
+            recs.append({"workload": name, "impl": impl, "median_ms": med, "min_ms": lo, "max_ms": hi,
+                         **(pto_rec if impl == "pto" else {})})
+            print(f"    {impl} {med:.3f} ms", flush=True)
 
     print(f"\n{'model':<16} {'pto ms':>10} {'ort ms':>10} {'x_ort':>7} {'compile s':>10} {'rel err':>9}")
     by = {}
